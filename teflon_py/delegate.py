@@ -1,0 +1,89 @@
+"""The backend contract: Teflon's ``pipe_ml_*`` in Python.
+
+A backend answers ``check`` for every node (supported, or a reason a user can act on),
+``compile``s each partition the partitioner hands it into a ``CompiledPartition``, runs it with
+``invoke`` and releases its resources with ``close``. A new backend implements these and nothing
+else, then registers itself with ``register_backend`` so ``load_delegate(name)`` finds it.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from teflon_py import ir
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a backend runs a node; ``reason`` says why not (shown by ``teflon-py inspect``)."""
+
+    supported: bool
+    reason: str | None = None
+
+    @classmethod
+    def ok(cls) -> "Verdict":
+        return cls(True, None)
+
+    @classmethod
+    def no(cls, reason: str) -> "Verdict":
+        return cls(False, reason)
+
+    def __bool__(self) -> bool:
+        return self.supported
+
+
+class CompiledPartition(abc.ABC):
+    """A partition built for one backend. ``inputs``/``outputs`` are graph tensor indices."""
+
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    @abc.abstractmethod
+    def invoke(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run on arrays for ``self.inputs`` (in order); return arrays for ``self.outputs``."""
+
+    def close(self) -> None:
+        """Release device resources; the default holds none."""
+
+
+class Delegate(abc.ABC):
+    """A backend. ``name`` is what ``load_delegate`` and ``inspect`` call it."""
+
+    name: str = "backend"
+    #: Partitioner options: the most partitions to delegate (None: all), the fewest nodes worth one.
+    max_partitions: int | None = None
+    min_nodes: int = 1
+
+    @abc.abstractmethod
+    def check(self, graph: ir.Graph, op: ir.Operation) -> Verdict:
+        """Can this backend run ``op`` of ``graph``? Pure: no device work."""
+
+    @abc.abstractmethod
+    def compile(self, graph: ir.Graph, partition: Any) -> CompiledPartition:
+        """Build a ``partitioner.Partition`` of ``graph``; raise BackendError on failure."""
+
+    def close(self) -> None:
+        """Release the backend's resources."""
+
+
+BackendFactory = Callable[[Mapping[str, Any]], Delegate]
+_BACKENDS: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str, factory: BackendFactory) -> None:
+    """Make ``load_delegate(name, options)`` return ``factory(options)``."""
+    _BACKENDS[name] = factory
+
+
+def load_delegate(library: str, options: Mapping[str, Any] | None = None) -> Delegate:
+    """LiteRT's ``load_delegate``: ``"opencl"`` or any registered backend name."""
+    from teflon_py import backends  # noqa: F401  (registers the built-in backends)
+
+    key = library.removeprefix("teflon_py.").removesuffix(".so")
+    if key not in _BACKENDS:
+        known = ", ".join(sorted(_BACKENDS)) or "none"
+        raise ValueError(f"unknown delegate {library!r}; available: {known}")
+    return _BACKENDS[key](dict(options or {}))

@@ -1,0 +1,273 @@
+"""Write ``.tflite`` flatbuffers: from an ``ir.Model`` (``write_model``) or op by op (``ModelBuilder``).
+
+Tests use it to make single-op models with random shapes, parameters and quantization; the demo
+networks use it too. Constant buffers are 16-byte aligned; ``external_buffers=True`` stores them
+after the flatbuffer with ``offset``/``size`` (schema 3c), as large converted models do.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import flatbuffers
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.tflite import options as options_mod
+from teflon_py.tflite.reader import FILE_IDENTIFIER
+from teflon_py.tflite.schema import fb
+
+_TENSOR_TYPES = {
+    np.dtype(np.float32): fb.TensorType.FLOAT32,
+    np.dtype(np.float16): fb.TensorType.FLOAT16,
+    np.dtype(np.float64): fb.TensorType.FLOAT64,
+    np.dtype(np.int8): fb.TensorType.INT8,
+    np.dtype(np.int16): fb.TensorType.INT16,
+    np.dtype(np.int32): fb.TensorType.INT32,
+    np.dtype(np.int64): fb.TensorType.INT64,
+    np.dtype(np.uint8): fb.TensorType.UINT8,
+    np.dtype(np.uint16): fb.TensorType.UINT16,
+    np.dtype(np.uint32): fb.TensorType.UINT32,
+    np.dtype(np.uint64): fb.TensorType.UINT64,
+    np.dtype(np.bool_): fb.TensorType.BOOL,
+    np.dtype(np.complex64): fb.TensorType.COMPLEX64,
+    np.dtype(np.complex128): fb.TensorType.COMPLEX128,
+}
+_PLACEHOLDER_FOR_GREATER_OP_CODES = 127
+_BUFFER_ALIGNMENT = 16
+
+
+def quantization(scale: Any, zero_point: Any = 0, dim: int = 0) -> ir.Quantization:
+    """An ``ir.Quantization`` from scalars or per-channel sequences."""
+    s = np.atleast_1d(np.asarray(scale, np.float32))
+    z = np.atleast_1d(np.asarray(zero_point, np.int64))
+    if z.size == 1 and s.size > 1:
+        z = np.full(s.size, z[0], np.int64)
+    return ir.Quantization(s, z, dim)
+
+
+class GraphBuilder:
+    """Accumulates the tensors and operations of one subgraph."""
+
+    def __init__(self, name: str = "main", index: int = 0):
+        self.graph = ir.Graph([], [], (), (), name, index)
+
+    def add_tensor(
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: Any,
+        *,
+        data: np.ndarray | None = None,
+        quantization: ir.Quantization | None = None,
+        shape_signature: Sequence[int] | None = None,
+        is_variable: bool = False,
+    ) -> int:
+        """Add a tensor; returns its index."""
+        index = len(self.graph.tensors)
+        dt = np.dtype(dtype)
+        if data is not None:
+            data = np.ascontiguousarray(data, dtype=dt).reshape(tuple(shape))
+        self.graph.tensors.append(
+            ir.Tensor(
+                index, name, tuple(int(d) for d in shape), dt, quantization, data,
+                tuple(shape_signature) if shape_signature is not None else None, is_variable,
+            )
+        )
+        return index
+
+    def add_input(self, name: str, shape: Sequence[int], dtype: Any, **kw: Any) -> int:
+        """Add a graph input tensor."""
+        t = self.add_tensor(name, shape, dtype, **kw)
+        self.graph.inputs = self.graph.inputs + (t,)
+        return t
+
+    def add_constant(self, name: str, data: Any, dtype: Any = None, **kw: Any) -> int:
+        """Add a constant tensor holding ``data``."""
+        arr = np.asarray(data, dtype=dtype)
+        return self.add_tensor(name, arr.shape, arr.dtype, data=arr, **kw)
+
+    def add_op(
+        self,
+        opcode: str,
+        inputs: Iterable[int],
+        outputs: Iterable[int],
+        options: Any = None,
+        *,
+        custom_code: str | None = None,
+        custom_options: bytes | None = None,
+        version: int = 1,
+    ) -> ir.Operation:
+        """Append an operation (``opcode`` is a builtin name, or ``"CUSTOM"``)."""
+        if opcode not in vars(fb.BuiltinOperator):
+            raise ValueError(f"unknown builtin operator {opcode!r}")
+        op = ir.Operation(
+            len(self.graph.operations), opcode, tuple(inputs), tuple(outputs), options, version,
+            custom_code, custom_options,
+        )
+        self.graph.operations.append(op)
+        return op
+
+    def mark_outputs(self, *tensors: int) -> None:
+        self.graph.outputs = self.graph.outputs + tuple(tensors)
+
+
+class ModelBuilder:
+    """Builds a whole model: subgraph 0 is ``main``; more via ``add_graph``."""
+
+    def __init__(self, description: str = "teflon-py builder"):
+        self.main = GraphBuilder()
+        self.graphs = [self.main]
+        self.signatures: list[ir.Signature] = []
+        self.description = description
+
+    def add_graph(self, name: str) -> GraphBuilder:
+        g = GraphBuilder(name, len(self.graphs))
+        self.graphs.append(g)
+        return g
+
+    def add_signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int], graph: int = 0) -> None:
+        self.signatures.append(ir.Signature(key, graph, dict(inputs), dict(outputs)))
+
+    def model(self) -> ir.Model:
+        return ir.Model([g.graph for g in self.graphs], list(self.signatures), self.description)
+
+    def build(self, *, external_buffers: bool = False) -> bytes:
+        return write_model(self.model(), external_buffers=external_buffers)
+
+
+class _AlignedBufferT(fb.BufferT):
+    """A buffer whose bytes are written 16-byte aligned in one copy (not byte by byte)."""
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        data = None
+        if self.data is not None and self.data.size:
+            raw = self.data.tobytes()
+            builder.StartVector(1, len(raw), _BUFFER_ALIGNMENT)
+            builder.head -= len(raw)
+            builder.Bytes[builder.head:builder.head + len(raw)] = raw
+            builder.vectorNumElems = len(raw)
+            data = builder.EndVector()
+        fb.BufferStart(builder)
+        if data is not None:
+            fb.BufferAddData(builder, data)
+        fb.BufferAddOffset(builder, self.offset)
+        fb.BufferAddSize(builder, self.size)
+        return fb.BufferEnd(builder)
+
+
+def _raw_bytes(t: ir.Tensor) -> np.ndarray:
+    return np.frombuffer(np.ascontiguousarray(t.data).astype(t.dtype.newbyteorder("<")).tobytes(), np.uint8)
+
+
+def write_model(model: ir.Model, *, external_buffers: bool = False) -> bytes:
+    """Serialise ``model`` as a ``.tflite`` flatbuffer."""
+    opcodes: dict[tuple[str, str | None, int], int] = {}
+    buffers = [_AlignedBufferT()]
+    payloads: list[tuple[_AlignedBufferT, np.ndarray]] = []
+    subgraphs = []
+    for g in model.graphs:
+        sg = fb.SubGraphT()
+        sg.name = g.name
+        sg.inputs = list(g.inputs)
+        sg.outputs = list(g.outputs)
+        sg.tensors = []
+        for t in g.tensors:
+            tt = fb.TensorT()
+            tt.name = t.name
+            tt.shape = np.array(t.shape, np.int32)
+            if t.shape_signature is not None:
+                tt.shapeSignature = np.array(t.shape_signature, np.int32)
+            tt.type = _TENSOR_TYPES[np.dtype(t.dtype)]
+            tt.isVariable = t.is_variable
+            if t.quantization is not None:
+                q = fb.QuantizationParametersT()
+                q.scale = [float(s) for s in t.quantization.scale]
+                q.zeroPoint = [int(z) for z in t.quantization.zero_point]
+                q.quantizedDimension = t.quantization.quantized_dimension
+                tt.quantization = q
+            tt.buffer = 0
+            if t.data is not None:
+                buf = _AlignedBufferT()
+                raw = _raw_bytes(t)
+                if external_buffers:
+                    buf.offset, buf.size = 1 << 40, raw.size  # placeholder, same width as final
+                    payloads.append((buf, raw))
+                else:
+                    buf.data = raw
+                tt.buffer = len(buffers)
+                buffers.append(buf)
+            sg.tensors.append(tt)
+        sg.operators = []
+        for op in g.operations:
+            key = (op.opcode, op.custom_code, op.version)
+            if key not in opcodes:
+                opcodes[key] = len(opcodes)
+            o = fb.OperatorT()
+            o.opcodeIndex = opcodes[key]
+            o.inputs = list(op.inputs)
+            o.outputs = list(op.outputs)
+            if op.intermediates:
+                o.intermediates = list(op.intermediates)
+            if op.options is not None:
+                code, second = options_mod.union_type_of(op.options)
+                if second:
+                    o.builtinOptions2Type, o.builtinOptions2 = code, options_mod.encode(op.options)
+                else:
+                    o.builtinOptionsType, o.builtinOptions = code, options_mod.encode(op.options)
+            if op.custom_options is not None:
+                o.customOptions = np.frombuffer(op.custom_options, np.uint8)
+            sg.operators.append(o)
+        subgraphs.append(sg)
+
+    m = fb.ModelT()
+    m.version = 3
+    m.description = model.description
+    m.subgraphs = subgraphs
+    m.buffers = buffers
+    m.operatorCodes = []
+    for (name, custom, version), _ in sorted(opcodes.items(), key=lambda kv: kv[1]):
+        oc = fb.OperatorCodeT()
+        code = getattr(fb.BuiltinOperator, name)
+        oc.builtinCode = code
+        oc.deprecatedBuiltinCode = min(code, _PLACEHOLDER_FOR_GREATER_OP_CODES)
+        oc.customCode = custom
+        oc.version = version
+        m.operatorCodes.append(oc)
+    m.signatureDefs = []
+    for s in model.signatures:
+        sd = fb.SignatureDefT()
+        sd.signatureKey = s.key
+        sd.subgraphIndex = s.subgraph_index
+        sd.inputs = [_tensor_map(k, v) for k, v in s.inputs.items()]
+        sd.outputs = [_tensor_map(k, v) for k, v in s.outputs.items()]
+        m.signatureDefs.append(sd)
+
+    data = _pack(m)
+    if not payloads:
+        return data
+    # schema 3c: buffers after the flatbuffer, offsets from the file start, 16-byte aligned
+    pos = len(data)
+    for buf, raw in payloads:
+        pos = -(-pos // _BUFFER_ALIGNMENT) * _BUFFER_ALIGNMENT
+        buf.offset = pos
+        pos += raw.size
+    head = _pack(m)
+    assert len(head) == len(data), "external buffer offsets changed the flatbuffer size"
+    out = bytearray(head)
+    for buf, raw in payloads:
+        out.extend(b"\0" * (buf.offset - len(out)))
+        out.extend(raw.tobytes())
+    return bytes(out)
+
+
+def _tensor_map(name: str, index: int) -> Any:
+    tm = fb.TensorMapT()
+    tm.name = name
+    tm.tensorIndex = index
+    return tm
+
+
+def _pack(m: Any) -> bytes:
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(m.Pack(builder), file_identifier=FILE_IDENTIFIER)
+    return bytes(builder.Output())
