@@ -83,7 +83,7 @@ class _Reader:
             return self._model()
         except ModelError:
             raise
-        except (struct.error, IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
+        except (struct.error, LookupError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as e:
             raise self.fail(f"corrupted or truncated flatbuffer while reading {self.where}: {e}") from e
 
     def _model(self) -> ir.Model:
@@ -141,6 +141,8 @@ class _Reader:
         shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
         if any(d < 0 for d in shape):
             raise self.fail(f"{label}: negative dimension in shape {shape}")
+        if int(np.prod([1, *shape], dtype=object)) * dtype.itemsize >= 1 << 48:
+            raise self.fail(f"{label}: shape {shape} is implausibly large ({dtype} elements past 256 TiB)")
         signature = tuple(int(d) for d in t.ShapeSignatureAsNumpy()) if t.ShapeSignatureLength() else None
         quant = self._quantization(t.Quantization(), label, shape)
         b = t.Buffer()
@@ -186,9 +188,13 @@ class _Reader:
 
     def _constant(self, buf: Any, b: int, label: str, shape, dtype, ttype) -> np.ndarray | None:
         raw = self._buffer_bytes(buf, b, label)
-        if raw is None:
-            return None
         count = int(np.prod(shape, dtype=np.int64))
+        if raw is None:  # no data: a constant only when it has no elements (and a real buffer)
+            if b == 0 or count != 0 or ttype == fb.TensorType.STRING:
+                return None
+            empty = np.zeros(shape, dtype)
+            empty.flags.writeable = False
+            return empty
         if ttype == fb.TensorType.STRING:
             return raw
         if ttype == fb.TensorType.INT4:
