@@ -8,6 +8,8 @@ OpenCL lowering passes the same integers to ``cl_kernels/quant.cl``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from teflon_py import ir
@@ -27,6 +29,8 @@ QRANGE = {
 def round_half_away(x: np.ndarray | float) -> np.ndarray:
     """C's ``std::round`` (TfLiteRound): halves away from zero, unlike ``np.round``."""
     x = np.asarray(x)
+    if x.dtype.kind == "f" and x.itemsize < 8:  # |x| + 0.5 must be exact: widen float16/32 first
+        return round_half_away(x.astype(np.float64)).astype(x.dtype)
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
@@ -126,3 +130,392 @@ def quantize(real: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray
 def dequantize(q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int) -> np.ndarray:
     """Quantized -> float32: scale * (q - zero point)."""
     return (np.asarray(scale, np.float32) * (np.asarray(q, np.int32) - np.asarray(zero_point, np.int32)).astype(np.float32)).astype(np.float32)
+
+
+# -- gemmlowp fixed-point maths (fixedpoint.h) and the prepare-time helpers of the 8-bit softmax,
+# logistic and hard-swish kernels. Raw values travel as int64 arrays holding int32 (or int16)
+# values; "Qm" below means gemmlowp's FixedPoint<int32, m> (m integer bits, 31 - m fractional).
+
+INT16_MIN = -(1 << 15)
+INT16_MAX = (1 << 15) - 1
+
+
+def wrap_int(x: np.ndarray, bits: int = 32) -> np.ndarray:
+    """Two's-complement wrap of int64 values to ``bits`` bits (C's unchecked int32/int16 arithmetic)."""
+    half = 1 << (bits - 1)
+    return ((np.asarray(x, np.int64) + half) & ((1 << bits) - 1)) - half
+
+
+def saturating_rounding_doubling_high_mul_int16(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int16 values: round(a * b / 2^15), saturating."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    ab = a * b
+    nudged = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(nudged >= 0, nudged >> 15, -((-nudged) >> 15))  # C division truncates
+    return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, wrap_int(high, 16))
+
+
+def saturating_doubling_high_mul_int16(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """TFLite's SaturatingDoublingHighMul (SQDMULH): a * b / 2^15 truncated toward zero, saturating."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    ab = a * b
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, wrap_int(high, 16))
+
+
+def saturating_left_shift_int16(x: np.ndarray, amount: int) -> np.ndarray:
+    """TFLite's SaturatingLeftShift for int16 (hard_swish.h): x * 2^amount clamped to int16."""
+    return np.clip(np.asarray(x, np.int64) << amount, INT16_MIN, INT16_MAX)
+
+
+def saturating_rounding_multiply_by_pot(x: np.ndarray, exponent: int, bits: int = 32) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingMultiplyByPOT: saturating left shift, or rounding right shift."""
+    x = np.asarray(x, np.int64)
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    if exponent == 0:
+        return x
+    threshold = (1 << (bits - 1 - exponent)) - 1
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return np.where(x > threshold, hi, np.where(x < -threshold, lo, x << exponent))
+
+
+def rescale(x: np.ndarray, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
+    """gemmlowp's Rescale<dst>(FixedPoint<int32, src>): change the number of integer bits."""
+    return saturating_rounding_multiply_by_pot(x, src_integer_bits - dst_integer_bits)
+
+
+def rounding_half_sum(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """gemmlowp's RoundingHalfSum for int32: (a + b) / 2 rounded half away from zero."""
+    s = np.asarray(a, np.int64) + np.asarray(b, np.int64)
+    s = s + np.where(s >= 0, 1, -1)
+    return np.where(s >= 0, s >> 1, -((-s) >> 1))
+
+
+def count_leading_zeros32(x: np.ndarray) -> np.ndarray:
+    """CountLeadingZeros of ``x`` read as uint32 (32 for zero)."""
+    u = np.asarray(x, np.int64) & 0xFFFFFFFF
+    _, exponent = np.frexp(u.astype(np.float64))  # exact: u < 2^32 fits a double's mantissa
+    return np.where(u == 0, 32, 32 - exponent).astype(np.int64)
+
+
+def _exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np.ndarray:
+    """exp(a) for Q0 ``a`` in [-1/4, 0): gemmlowp's Taylor expansion around -1/8."""
+    srdhm = saturating_rounding_doubling_high_mul
+    constant_term = 1895147668  # exp(-1/8)
+    constant_1_over_3 = 715827883
+    x = wrap_int(a + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rounding_divide_by_pot(x4, 2)
+    poly = rounding_divide_by_pot(wrap_int(srdhm(wrap_int(x4_over_4 + x3), constant_1_over_3) + x2), 1)
+    return wrap_int(constant_term + srdhm(constant_term, wrap_int(x + poly)))
+
+
+#: gemmlowp's barrel shifter of exp_on_negative_values: (power of two, Q0 exp(-2^power)).
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+               (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
+    """gemmlowp's exp_on_negative_values: Q``integer_bits`` a <= 0 -> Q0 exp(a)."""
+    a = np.asarray(a, np.int64)
+    fractional_bits = 31 - integer_bits
+    one_quarter = 1 << (fractional_bits - 2)
+    a_mod_quarter_minus_one_quarter = wrap_int((a & (one_quarter - 1)) - one_quarter)
+    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
+        rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0))
+    remainder = wrap_int(a_mod_quarter_minus_one_quarter - a)
+    for power, multiplier in _EXP_BARREL:
+        if integer_bits > power:
+            bit = remainder & (1 << (fractional_bits + power))
+            result = np.where(bit != 0, saturating_rounding_doubling_high_mul(result, multiplier), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    """gemmlowp's one_over_one_plus_x_for_x_in_0_1: Q0 a -> Q0 1/(1+a), three Newton-Raphson steps."""
+    srdhm = saturating_rounding_doubling_high_mul
+    half_denominator = rounding_half_sum(a, INT32_MAX)
+    x = wrap_int(1515870810 + srdhm(half_denominator, -1010580540))  # Q2: 48/17 - 32/17 * d
+    for _ in range(3):
+        one_minus_half_denominator_times_x = wrap_int((1 << 29) - srdhm(half_denominator, x))
+        x = wrap_int(x + rescale(srdhm(x, one_minus_half_denominator_times_x), 4, 2))
+    return rescale(x, 1, 0)  # ExactMulByPot<-1> then Rescale<0>
+
+
+def get_reciprocal(x: np.ndarray, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetReciprocal: Q``x_integer_digits`` x > 0 -> (Q0 scale, num_bits_over_unit)."""
+    x = np.asarray(x, np.int64)
+    headroom_plus_one = count_leading_zeros32(x)
+    num_bits_over_unit = x_integer_digits - headroom_plus_one
+    shifted_sum_minus_one = wrap_int(((x & 0xFFFFFFFF) << headroom_plus_one) - (1 << 31))
+    return one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one), num_bits_over_unit
+
+
+def multiply_by_quantized_multiplier_greater_than_one(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplierGreaterThanOne (double rounding): srdhm(x * 2^shift, m)."""
+    return saturating_rounding_doubling_high_mul(wrap_int(np.asarray(x, np.int64) << left_shift), multiplier)
+
+
+def preprocess_softmax_scaling(beta: float, input_scale: float, input_integer_bits: int) -> tuple[int, int]:
+    """TFLite's PreprocessSoftmaxScaling: beta * scale in Q``input_integer_bits`` -> (multiplier, left shift)."""
+    real = min(float(beta) * float(input_scale) * float(1 << (31 - input_integer_bits)), float((1 << 31) - 1))
+    if not real > 1.0:
+        raise ValueError(f"softmax input multiplier {real} must be > 1 (beta * input scale too small)")
+    multiplier, shift = quantize_multiplier(real)
+    return int(multiplier), int(shift)
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total_signed_bits: int = 31) -> int:
+    """TFLite's CalculateInputRadius: the largest input difference that still matters, floored."""
+    radius = (1.0 * ((1 << input_integer_bits) - 1) * float(1 << (total_signed_bits - input_integer_bits))
+              / float(1 << input_left_shift))
+    return int(np.floor(radius))
+
+
+def downscale_int32_to_int16_multiplier(multiplier: int) -> int:
+    """TFLite's DownScaleInt32ToInt16Multiplier: the top 16 bits of an int32 multiplier, rounded."""
+    if multiplier >= INT32_MAX - (1 << 15):
+        return INT16_MAX
+    return (int(multiplier) + (1 << 15)) >> 16
+
+
+def lut_populate_int8(transform: Callable[[np.ndarray], np.ndarray], input_scale: float, input_zero_point: int, output_scale: float,
+                      output_zero_point: int, dtype: np.dtype) -> np.ndarray:
+    """TFLite's LUTPopulate for (u)int8, in float32: table[q - qmin] = quantize(transform(dequantize(q))).
+
+    ``transform`` maps a float32 array to a float32 array, as the kernel's C++ lambda does.
+    """
+    qmin, qmax = QRANGE[np.dtype(dtype)]
+    values = np.arange(qmin, qmax + 1, dtype=np.int64)
+    dequantized = np.float32(input_scale) * (values - int(input_zero_point)).astype(np.float32)
+    inverse_scale = np.float32(1) / np.float32(output_scale)
+    transformed = np.asarray(transform(dequantized), np.float32)
+    rescaled = round_half_away(transformed * inverse_scale)
+    with np.errstate(invalid="ignore"):
+        quantized = (rescaled + np.float32(output_zero_point)).astype(np.int64)
+    return np.clip(quantized, qmin, qmax).astype(dtype)
+
+
+# -- requantization of convolution / matmul accumulators (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)
+
+#: ops whose multipliers ``conv_output_multipliers`` derives, as LiteRT's Prepare does for each.
+_CONV_FAMILY = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def conv_output_multipliers(opcode: str, input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 multiplier, int32 shift) arrays, one per weight scale, that LiteRT derives for ``opcode``.
+
+    LiteRT has two formulas and picks one per op and type; the quantized multipliers differ in their
+    low bits: PopulateConvolutionQuantizationParams (int8/int16 CONV_2D and DEPTHWISE_CONV_2D, per
+    tensor or per channel; per-channel FULLY_CONNECTED) computes ``double(in_scale) *
+    double(w_scale) / double(out_scale)``; GetQuantizedConvolutionMultipler (uint8 convolutions,
+    per-tensor FULLY_CONNECTED) multiplies the two float32 scales in float32 first.
+    """
+    in_scale = np.float32(input.scale)
+    w_scales = np.asarray(weight.quantization.scale, np.float32)
+    out_scale = np.float64(np.float32(output.scale))
+    if opcode in _CONV_FAMILY:
+        float32_product = np.dtype(input.dtype) == np.uint8
+    elif opcode == "FULLY_CONNECTED":
+        float32_product = w_scales.size == 1
+    else:
+        raise ValueError(f"conv_output_multipliers: no LiteRT rule known for {opcode}")
+    if float32_product:
+        effective = (in_scale * w_scales).astype(np.float64) / out_scale
+    else:
+        effective = np.float64(in_scale) * w_scales.astype(np.float64) / out_scale
+    return quantize_multiplier(effective)
+
+
+def requantize(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
+               lo: int, hi: int, dtype: np.dtype) -> np.ndarray:
+    """int32 accumulators -> ``dtype``: MultiplyByQuantizedMultiplier, + zero point, clamp to [lo, hi].
+
+    Same results as ``multiply_by_quantized_multiplier`` (tests hold them equal) in a few in-place
+    passes, because the fallback requantizes every conv output: for a multiplier m > 0 (every scale
+    here is positive), gemmlowp's SaturatingRoundingDoublingHighMul is ``(x*m + 2^30) >> 31``
+    (its negative nudge 1 - 2^30 with truncating division equals flooring with the nudge 2^30), and
+    RoundingDivideByPOT(y, r) for r > 0 is ``(y + 2^(r-1) - (y < 0)) >> r``. ``multiplier`` and
+    ``shift`` broadcast against ``acc`` (per-channel arrays along the last axis).
+    """
+    m = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    if np.any(m <= 0):  # the identities above need m > 0; keep the literal formula otherwise
+        y = multiply_by_quantized_multiplier(acc, m, shift)
+    else:
+        x = np.asarray(acc, np.int64)
+        left = np.maximum(shift, 0)
+        right = np.maximum(-shift, 0)
+        if np.any(left):
+            x = _wrap_int32(x << left)
+        y = x * m
+        y += np.int64(1 << 30)
+        y >>= np.int64(31)
+        negative = y >> np.int64(63)  # -1 where y < 0
+        negative &= -(right > 0).astype(np.int64)
+        y += negative
+        y += (np.int64(1) << right) >> np.int64(1)
+        y >>= right
+    y += np.int64(zero_point)
+    np.clip(y, lo, hi, out=y)
+    return y.astype(dtype)
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """TFLite's CheckedLog2: (x is a power of two within 1e-3 in log2, rounded log2), in float32."""
+    log2 = np.float32(np.log(np.float32(x))) * (np.float32(1) / np.float32(np.log(np.float32(2))))
+    rounded = np.float32(round_half_away(log2))
+    return bool(abs(log2 - rounded) < np.float32(1e-3)), int(rounded)
+
+
+# -- elementwise helpers (unary / binary / comparison kernels): int16 lookup tables, gemmlowp's
+# inverse square root, TFLite's int16 tanh. Same raw-int64 conventions as above.
+
+def count_leading_sign_bits32(x: np.ndarray) -> np.ndarray:
+    """TFLite's CountLeadingSignBits for int32 (GCC's __builtin_clrsb; 31 for zero)."""
+    x = np.asarray(x, np.int64)
+    return count_leading_zeros32(np.where(x < 0, ~x, x)) - 1
+
+
+def multiply_by_quantized_multiplier_smaller_than_one_exp(x: np.ndarray, multiplier: np.ndarray | int,
+                                                          left_shift: np.ndarray | int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp (double rounding), ``left_shift`` <= 0."""
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), -np.asarray(left_shift))
+
+
+def get_inv_sqrt_quantized_multiplier_exp(x: np.ndarray, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp: int32 x >= 0 -> (multiplier, shift) of 1/sqrt(x).
+
+    Five Newton-Raphson steps in gemmlowp Q3 arithmetic, as quantization_util; inputs <= 1 give
+    (INT32_MAX, 0).
+    """
+    srdhm = saturating_rounding_doubling_high_mul
+    x = np.asarray(x, np.int64)
+    shift = np.full(x.shape, 11, np.int64)
+    while np.any(x >= (1 << 29)):  # at most 1 + 2 rounds for int32 inputs
+        big = x >= (1 << 29)
+        x = np.where(big, x // 4, x)
+        shift = shift + big
+    pairs = (count_leading_zeros32(np.maximum(x, 1)) - 1) // 2 - 1
+    shift = shift - pairs
+    x = x << (2 * np.maximum(pairs, 0))
+    half_input = rounding_divide_by_pot(x >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    y = np.full(x.shape, 1 << 28, np.int64)  # Q3 one
+    for _ in range(5):
+        y3 = saturating_rounding_multiply_by_pot(srdhm(srdhm(y, y), y), 6)
+        y = saturating_rounding_multiply_by_pot(wrap_int(srdhm(half_three, y) - srdhm(half_input, y3)), 3)
+    y = srdhm(y, 1518500250)  # times sqrt(2) / 2
+    y = np.where(shift < 0, wrap_int(y << np.maximum(-shift, 0)), y)
+    shift = np.maximum(shift, 0) * reverse_shift
+    small = x <= 1
+    return np.where(small, INT32_MAX, y), np.where(small, 0, shift)
+
+
+def lut_populate_int16(transform, input_scale: float, input_zero_point: int, output_scale: float,
+                       output_zero_point: int) -> np.ndarray:
+    """TFLite's LUTPopulate<int16_t> in float32: 513 samples over the input range, each biased by
+    half the interpolation error at its interval's midpoint; ``lut_lookup`` interpolates them."""
+    f32 = np.float32
+    input_min = f32(input_scale) * f32(INT16_MIN - int(input_zero_point))
+    input_max = f32(input_scale) * f32(INT16_MAX - int(input_zero_point))
+    output_min = f32(output_scale) * f32(INT16_MIN - int(output_zero_point))
+    output_max = f32(output_scale) * f32(INT16_MAX - int(output_zero_point))
+    step = (input_max - input_min) / f32(512)
+    half_step = step / f32(2)
+    scaling_inv = f32(65536) / (output_max - output_min)
+    i = np.arange(512, dtype=np.float32)
+
+    def f(v: np.ndarray) -> np.ndarray:
+        return np.asarray(transform(np.asarray(v, np.float32)), np.float32)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        start = input_min + i * step
+        val = f(start)
+        val_mid = f(start + half_step)
+        val_next = f(input_min + (i + f32(1)) * step)
+        sample = round_half_away(val * scaling_inv)
+        mid_interp = round_half_away((val_next * scaling_inv + round_half_away(val * scaling_inv)) / f32(2))
+        mid_err = mid_interp - round_half_away(val_mid * scaling_inv)
+        bias = round_half_away(mid_err / f32(2))
+        last = round_half_away(f(np.array([input_max], np.float32)) * scaling_inv)
+    table = np.concatenate([sample - bias, last])
+    return np.clip(table, INT16_MIN, INT16_MAX).astype(np.int16)
+
+
+def lut_lookup(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """TFLite's LUTLookup: a 256-entry (u)int8 table indexed by q - qmin (``lut_populate_int8``), or
+    a 513-entry int16 table read at the top 9 bits and interpolated linearly over the low 7."""
+    x = np.asarray(x)
+    if lut.size != 513:
+        return lut[x.astype(np.int64) - QRANGE[np.dtype(lut.dtype)][0]]
+    v = x.astype(np.int64)
+    index = 256 + (v >> 7)
+    table = lut.astype(np.int64)
+    base = table[index]
+    slope = wrap_int(table[index + 1] - base, 16)
+    return wrap_int(base + ((slope * (v & 0x7F) + 64) >> 7), 16).astype(np.int16)
+
+
+#: TFLite's sigmoid_table_uint16 (common.h): sigmoid(i / 24) in Q0.16, the table of its int16
+#: LOGISTIC and TANH kernels; kept verbatim because their results depend on every entry.
+SIGMOID_TABLE_UINT16 = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432,
+    42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475,
+    49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485,
+    55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519,
+    59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036,
+    62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
+    63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405,
+    64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179,
+    65194, 65208, 65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337,
+    65345, 65352, 65360, 65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425,
+    65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
+    65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
+    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516, 65517,
+    65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525, 65525,
+    65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533,
+    65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+    65534, 65534, 65534, 65535], np.int64)
+
+
+def int16_tanh_params(input_scale: float) -> tuple[int, int]:
+    """(input multiplier, input left shift) of int16 TANH, as TanhPrepare: multiplier 0 marks a
+    power-of-two scale 2^-12 or 2^-11; otherwise scale * 3 * 4096 doubled until above 2^14."""
+    pot, log2 = checked_log2(input_scale)
+    left_shift = 12 + log2
+    if pot and left_shift in (0, 1):
+        return 0, left_shift
+    multiplier = float(np.float32(input_scale)) * 4096.0 * 3.0
+    left_shift = 0
+    while multiplier <= 32767.0 / 2.0 and left_shift <= 30:
+        left_shift += 1
+        multiplier *= 2.0
+    return int(multiplier), left_shift
+
+
+def tanh_int16(x: np.ndarray, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """reference_integer_ops::Tanh for int16 (output scale 2^-15): tanh(x) = 2 sigmoid(2x) - 1,
+    read from ``SIGMOID_TABLE_UINT16`` with 8 bits of linear interpolation."""
+    if input_multiplier == 0:  # power-of-two scale
+        input_multiplier, input_left_shift = 3 << input_left_shift, 0
+    rounding = (1 << (input_left_shift - 1)) if input_left_shift > 0 else 0
+    data = (np.asarray(x, np.int64) * input_multiplier + rounding) >> input_left_shift
+    magnitude = np.abs(data)
+    high = magnitude >> 8
+    low = magnitude & 0xFF
+    index = np.minimum(high, 254)
+    ua = SIGMOID_TABLE_UINT16[index]
+    ub = SIGMOID_TABLE_UINT16[index + 1]
+    result = np.where(high >= 255, 0xFFFF << 8, (ua << 8) + low * (ub - ua))
+    result = np.where(data >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
+    return wrap_int(result >> 8, 16).astype(np.int16)
