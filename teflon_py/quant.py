@@ -298,8 +298,8 @@ def lut_populate_int8(transform: Callable[[np.ndarray], np.ndarray], input_scale
     inverse_scale = np.float32(1) / np.float32(output_scale)
     transformed = np.asarray(transform(dequantized), np.float32)
     rescaled = round_half_away(transformed * inverse_scale)
-    with np.errstate(invalid="ignore"):
-        quantized = (rescaled + np.float32(output_zero_point)).astype(np.int64)
+    with np.errstate(invalid="ignore"):  # clamp before the cast: LiteRT saturates huge or infinite values
+        quantized = np.clip(rescaled + np.float32(output_zero_point), qmin, qmax).astype(np.int64)
     return np.clip(quantized, qmin, qmax).astype(dtype)
 
 
@@ -398,6 +398,7 @@ def get_inv_sqrt_quantized_multiplier_exp(x: np.ndarray, reverse_shift: int) -> 
     """
     srdhm = saturating_rounding_doubling_high_mul
     x = np.asarray(x, np.int64)
+    small = x <= 1
     shift = np.full(x.shape, 11, np.int64)
     while np.any(x >= (1 << 29)):  # at most 1 + 2 rounds for int32 inputs
         big = x >= (1 << 29)
@@ -415,7 +416,6 @@ def get_inv_sqrt_quantized_multiplier_exp(x: np.ndarray, reverse_shift: int) -> 
     y = srdhm(y, 1518500250)  # times sqrt(2) / 2
     y = np.where(shift < 0, wrap_int(y << np.maximum(-shift, 0)), y)
     shift = np.maximum(shift, 0) * reverse_shift
-    small = x <= 1
     return np.where(small, INT32_MAX, y), np.where(small, 0, shift)
 
 
