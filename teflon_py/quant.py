@@ -31,7 +31,10 @@ def round_half_away(x: np.ndarray | float) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype.kind == "f" and x.itemsize < 8:  # |x| + 0.5 must be exact: widen float16/32 first
         return round_half_away(x.astype(np.float64)).astype(x.dtype)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    t = np.trunc(x)  # x - trunc(x) is exact; floor(|x| + 0.5) is not (0.49999999999999994, odd 2^52 + 1)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: both comparisons False, t (inf) is kept
+        frac = x - t
+    return t + (frac >= 0.5) - (frac <= -0.5)
 
 
 def quantize_multiplier(real: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
@@ -304,34 +307,60 @@ def lut_populate_int8(transform: Callable[[np.ndarray], np.ndarray], input_scale
 
 
 # -- requantization of convolution / matmul accumulators (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)
+#
+# LiteRT 2.x's reference kernels requantize these three ops in three different ways (each pinned
+# by tests/ops/test_conv.py / test_fully_connected.py probes that separate them):
+#   int8 CONV_2D / DEPTHWISE_CONV_2D (per tensor or per channel): fixed-point multiplier from
+#       double(in_scale) * double(w_scale) / double(out_scale), gemmlowp double rounding;
+#   uint8 CONV_2D / DEPTHWISE_CONV_2D: fixed-point multiplier from the float32 product
+#       in_scale * w_scale (GetQuantizedConvolutionMultipler), gemmlowp double rounding;
+#   FULLY_CONNECTED (int8 per tensor or per channel, uint8): no fixed point at all -- the reference
+#       kernel computes round(double(acc) * (double(in) * double(w) / double(out))) in double.
 
 #: ops whose multipliers ``conv_output_multipliers`` derives, as LiteRT's Prepare does for each.
 _CONV_FAMILY = ("CONV_2D", "DEPTHWISE_CONV_2D")
 
 
-def conv_output_multipliers(opcode: str, input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> tuple[np.ndarray, np.ndarray]:
+def conv_output_multipliers(opcode: str, input: ir.Tensor, weight: ir.Tensor,
+                            output: ir.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """(int32 multiplier, int32 shift) arrays, one per weight scale, that LiteRT derives for ``opcode``.
 
-    LiteRT has two formulas and picks one per op and type; the quantized multipliers differ in their
-    low bits: PopulateConvolutionQuantizationParams (int8/int16 CONV_2D and DEPTHWISE_CONV_2D, per
-    tensor or per channel; per-channel FULLY_CONNECTED) computes ``double(in_scale) *
-    double(w_scale) / double(out_scale)``; GetQuantizedConvolutionMultipler (uint8 convolutions,
-    per-tensor FULLY_CONNECTED) multiplies the two float32 scales in float32 first.
+    LiteRT has two formulas and picks one per input type; the quantized multipliers differ in
+    their low bits: PopulateConvolutionQuantizationParams (int8/int16 inputs, per tensor or per
+    channel) computes ``double(in_scale) * double(w_scale) / double(out_scale)``;
+    GetQuantizedConvolutionMultipler (uint8 inputs) multiplies the two float32 scales in float32
+    first. FULLY_CONNECTED uses no multiplier: see ``fully_connected_output_scales``.
     """
+    if opcode not in _CONV_FAMILY:
+        raise ValueError(f"conv_output_multipliers: no LiteRT fixed-point rule for {opcode}")
     in_scale = np.float32(input.scale)
     w_scales = np.asarray(weight.quantization.scale, np.float32)
     out_scale = np.float64(np.float32(output.scale))
-    if opcode in _CONV_FAMILY:
-        float32_product = np.dtype(input.dtype) == np.uint8
-    elif opcode == "FULLY_CONNECTED":
-        float32_product = w_scales.size == 1
-    else:
-        raise ValueError(f"conv_output_multipliers: no LiteRT rule known for {opcode}")
-    if float32_product:
+    if np.dtype(input.dtype) == np.uint8:
         effective = (in_scale * w_scales).astype(np.float64) / out_scale
     else:
         effective = np.float64(in_scale) * w_scales.astype(np.float64) / out_scale
     return quantize_multiplier(effective)
+
+
+def fully_connected_output_scales(input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> np.ndarray:
+    """float64 scale(s), one per weight scale, LiteRT's reference FULLY_CONNECTED multiplies by.
+
+    ``double(in_scale) * double(w_scale) / double(out_scale)``, evaluated left to right as the
+    kernel does (reference_ops / reference_integer_ops FullyConnected with float scales).
+    """
+    w_scales = np.asarray(weight.quantization.scale, np.float32).astype(np.float64)
+    return np.float64(np.float32(input.scale)) * w_scales / np.float64(np.float32(output.scale))
+
+
+def requantize_scaled(acc: np.ndarray, scale: np.ndarray | float, zero_point: int, lo: int, hi: int,
+                      dtype: np.dtype) -> np.ndarray:
+    """int32 accumulators -> ``dtype`` as LiteRT's reference FULLY_CONNECTED: ``round(double(acc) *
+    scale)`` (C's round: halves away from zero), + zero point, clamp to [lo, hi]."""
+    y = round_half_away(np.asarray(acc, np.int64).astype(np.float64) * np.asarray(scale, np.float64))
+    y += zero_point
+    np.clip(y, lo, hi, out=y)
+    return y.astype(dtype)
 
 
 def requantize(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
@@ -384,10 +413,24 @@ def count_leading_sign_bits32(x: np.ndarray) -> np.ndarray:
     return count_leading_zeros32(np.where(x < 0, ~x, x)) - 1
 
 
+def rounding_divide_by_pot_int32_x86(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT on int32 as LiteRT's x86 build computes it for any exponent in
+    [0, 63]: below 32 the exact rounding shift; from 32 on (undefined in C, reached by quantized DIV
+    with small numerators over large denominators) the int32 mask is all ones and the shift count
+    wraps modulo 32, which is what the compiled kernel does."""
+    x = np.asarray(x, np.int64)
+    exponent = np.asarray(exponent, np.int64)
+    mask = wrap_int((np.int64(1) << exponent) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (exponent & 31)) + ((x & mask) > threshold)
+
+
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x: np.ndarray, multiplier: np.ndarray | int,
                                                           left_shift: np.ndarray | int) -> np.ndarray:
-    """TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp (double rounding), ``left_shift`` <= 0."""
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), -np.asarray(left_shift))
+    """TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp (double rounding), ``left_shift`` <= 0
+    (down to -63, see ``rounding_divide_by_pot_int32_x86``)."""
+    return rounding_divide_by_pot_int32_x86(saturating_rounding_doubling_high_mul(x, multiplier),
+                                            -np.asarray(left_shift))
 
 
 def get_inv_sqrt_quantized_multiplier_exp(x: np.ndarray, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:

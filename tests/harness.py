@@ -30,8 +30,10 @@ def random_input(detail: dict, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(shape).astype(dtype)
 
 
-def run_litert(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    it = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+def run_litert(model: bytes, inputs: Sequence[np.ndarray],
+               resolver: OpResolverType = OpResolverType.BUILTIN_REF) -> list[np.ndarray]:
+    """LiteRT's outputs; ``resolver`` is the reference kernels unless an op is missing there."""
+    it = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=resolver)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)
@@ -61,7 +63,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, float_tol: float, wha
     if expected.dtype.kind in "fc":
         assert np.array_equal(np.isnan(actual), np.isnan(expected)), f"{what}: NaN positions differ"
         finite = np.isfinite(expected)
-        assert np.array_equal(actual[~finite], expected[~finite]), f"{what}: inf values differ"
+        assert np.array_equal(actual[~finite], expected[~finite], equal_nan=True), f"{what}: inf values differ"
         err = relative_l2(actual[finite], expected[finite])
         assert err <= float_tol, f"{what}: relative L2 error {err:.3g} > {float_tol:g}"
     else:
@@ -74,13 +76,14 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, float_tol: float, wha
 
 def check_model(model: bytes, backend: str = "numpy", *, inputs: Sequence[np.ndarray] | None = None,
                 seed: int = 0, float_tol: float = 1e-5, delegated: bool = True,
-                options: dict | None = None) -> teflon_py.Interpreter:
+                options: dict | None = None,
+                resolver: OpResolverType = OpResolverType.BUILTIN_REF) -> teflon_py.Interpreter:
     """Run ``model`` on LiteRT's reference kernels and on teflon-py's ``backend``; assert a match."""
     if inputs is None:
         probe = LiteRTInterpreter(model_content=model)
         rng = np.random.default_rng(seed)
         inputs = [random_input(d, rng) for d in probe.get_input_details()]
-    expected = run_litert(model, inputs)
+    expected = run_litert(model, inputs, resolver)
     actual, it = run_teflon(model, inputs, backend, options)
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert_close(a, e, float_tol, f"output {k}")
