@@ -1,0 +1,34 @@
+// Shared by the float kernels: an unaligned 16-wide float vector and the fused activation.
+// Loads and stores go through a typedef with aligned(4) instead of vload16/vstore16, and clamps
+// are ternaries instead of clamp/fmin/fmax: PyPI's PoCL 3.0 turns those builtins into real calls
+// on CPUs, which costs up to 10x in a hot loop. a * b + c contracts to an FMA on its own.
+typedef float f16u __attribute__((ext_vector_type(16), aligned(4)));
+
+#define LOAD16(p) (*(const __global f16u*)(p))
+#define STORE16(p, v) (*(__global f16u*)(p) = (v))
+
+// ACT_MIN / ACT_MAX: the fused activation's bounds; absent means unbounded on that side.
+inline f16u act16(f16u v) {
+#ifdef ACT_MIN
+  v = v < (f16u)(ACT_MIN) ? (f16u)(ACT_MIN) : v;
+#endif
+#ifdef ACT_MAX
+  v = v > (f16u)(ACT_MAX) ? (f16u)(ACT_MAX) : v;
+#endif
+  return v;
+}
+
+inline float act1(float v) {
+#ifdef ACT_MIN
+  v = v < ACT_MIN ? ACT_MIN : v;
+#endif
+#ifdef ACT_MAX
+  v = v > ACT_MAX ? ACT_MAX : v;
+#endif
+  return v;
+}
+
+// Store the first `n` (< 16) lanes of v: the tail of a row whose length is not a multiple of 16.
+inline void store_tail(__global float* p, f16u v, int n) {
+  for (int l = 0; l < n; l++) p[l] = v[l];
+}
