@@ -8,8 +8,9 @@ else, then registers itself with ``register_backend`` so ``load_delegate(name)``
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +25,11 @@ class Verdict:
     reason: str | None = None
 
     @classmethod
-    def ok(cls) -> "Verdict":
+    def ok(cls) -> Verdict:
         return cls(True, None)
 
     @classmethod
-    def no(cls, reason: str) -> "Verdict":
+    def no(cls, reason: str) -> Verdict:
         return cls(False, reason)
 
     def __bool__(self) -> bool:

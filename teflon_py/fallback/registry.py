@@ -7,8 +7,9 @@ re-laid weights) go through ``node.memo``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Node:
     context: Any = None
 
     @classmethod
-    def of(cls, graph: ir.Graph, op: ir.Operation, model: ir.Model | None = None) -> "Node":
+    def of(cls, graph: ir.Graph, op: ir.Operation, model: ir.Model | None = None) -> Node:
         return cls(op, graph, graph.input_tensors(op), graph.output_tensors(op), model)
 
     @property

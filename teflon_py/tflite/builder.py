@@ -6,7 +6,8 @@ after the flatbuffer with ``offset``/``size`` (schema 3c), as large converted mo
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import flatbuffers
 import numpy as np

@@ -1,0 +1,298 @@
+"""``teflon-py``: run, inspect and time TFLite models; list OpenCL devices; write zoo models.
+
+Bad input (a missing file, a corrupt model, an input of the wrong shape, an unknown delegate) is
+one line on stderr and exit status 2, without a traceback (``TEFLON_DEBUG=1`` shows it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from teflon_py.errors import TeflonError
+from teflon_py.plan_report import debug_enabled, format_table, plan_data
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A problem with what the user asked for: printed as one line, exit status 2."""
+
+
+# -- shared helpers ----------------------------------------------------------------------------
+def _interpreter(model: str | bytes, delegate: str | None) -> Any:
+    """An Interpreter for a path or model bytes, with the named delegate (or NumPy only)."""
+    from teflon_py import Interpreter, load_delegate
+
+    if isinstance(model, str) and not Path(model).is_file():
+        raise CliError(f"{model}: no such model file")
+    try:
+        delegates = [load_delegate(delegate)] if delegate else []
+    except ImportError as e:
+        raise CliError(f"delegate {delegate!r} is not available in this installation: {e}") from e
+    if isinstance(model, bytes):
+        return Interpreter(model_content=model, experimental_delegates=delegates)
+    return Interpreter(model_path=model, experimental_delegates=delegates)
+
+
+def _random_input(detail: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+    """Inputs when none are given: images in [-1, 1] (as real values), full range for integers."""
+    shape, dtype = tuple(detail["shape"]), np.dtype(detail["dtype"])
+    scales = detail["quantization_parameters"]["scales"]
+    if dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu" and scales.size:
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    return rng.integers(0, 10, shape).astype(dtype)  # indices, sizes: small and valid
+
+
+def _load_inputs(paths: Sequence[str], details: list[dict[str, Any]]) -> list[np.ndarray]:
+    """Arrays from ``.npy`` files, one per model input in order, checked against the model."""
+    if len(paths) != len(details):
+        raise CliError(f"the model has {len(details)} input(s), {len(paths)} --input file(s) given")
+    arrays = []
+    for k, (path, d) in enumerate(zip(paths, details)):
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise CliError(f"{path}: cannot load as .npy: {e}") from e
+        want_shape, want_dtype = tuple(int(s) for s in d["shape"]), np.dtype(d["dtype"])
+        if arr.shape != want_shape:
+            raise CliError(f"{path}: shape {list(arr.shape)} but input {k} '{d['name']}' wants {list(want_shape)}")
+        if arr.dtype != want_dtype:
+            if not (arr.dtype.kind == want_dtype.kind == "f"):
+                raise CliError(f"{path}: dtype {arr.dtype} but input {k} '{d['name']}' wants {want_dtype}")
+            arr = arr.astype(want_dtype)
+        arrays.append(arr)
+    return arrays
+
+
+def _summarise(name: str, value: np.ndarray) -> list[str]:
+    """Shape, dtype, range; top-5 classes for a [1, N] classifier output."""
+    lines = [f"{name}: {value.dtype}[{','.join(str(d) for d in value.shape)}]"]
+    if value.size and value.dtype.kind in "fiub":
+        v = value.astype(np.float64)
+        lines[0] += f"  min {v.min():.6g}  max {v.max():.6g}  mean {v.mean():.6g}"
+    if value.ndim == 2 and value.shape[0] == 1 and value.shape[1] > 1 and value.dtype.kind in "fiu":
+        row = value[0]
+        top = np.argsort(-row.astype(np.float64), kind="stable")[:5]
+        lines.append("  top-5: " + ", ".join(f"{int(i)} ({row[i]:.6g})" for i in top))
+    return lines
+
+
+# -- commands ------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.model is None:
+        from teflon_py import zoo
+
+        model: str | bytes = zoo.demo()
+        print("model: zoo.demo() (a small float32 classifier with random weights)")
+    else:
+        model = args.model
+        print(f"model: {model}")
+    it = _interpreter(model, args.delegate)
+    it.allocate_tensors()
+    details = it.get_input_details()
+    if args.input:
+        inputs = _load_inputs(args.input, details)
+    else:
+        rng = np.random.default_rng(args.seed)
+        inputs = [_random_input(d, rng) for d in details]
+        print(f"inputs: random (seed {args.seed})")
+    for d, x in zip(details, inputs):
+        it.set_tensor(d["index"], x)
+    start = time.perf_counter()
+    it.invoke()
+    elapsed = (time.perf_counter() - start) * 1e3
+    outputs = {d["name"] or f"output{k}": it.get_tensor(d["index"]) for k, d in enumerate(it.get_output_details())}
+    for name, value in outputs.items():
+        print("\n".join(_summarise(name, value)))
+    placements = it.placements()
+    on = sorted({p.backend for p in placements})
+    print(f"invoke: {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
+    if args.output:
+        np.savez(args.output, **outputs)
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    it = _interpreter(args.model, args.delegate)
+    it.allocate_tensors()
+    if args.json:
+        print(json.dumps(plan_data(it, args.model, args.delegate), indent=2))
+    else:
+        print(f"model: {args.model}  delegate: {args.delegate or 'none (NumPy fallback)'}")
+        print(format_table(it))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.runs < 1 or args.warmup < 0:
+        raise CliError("--runs must be at least 1 and --warmup at least 0")
+    start = time.perf_counter()
+    it = _interpreter(args.model, args.delegate)
+    it.allocate_tensors()
+    allocate_ms = (time.perf_counter() - start) * 1e3
+    rng = np.random.default_rng(0)
+    inputs = [_random_input(d, rng) for d in it.get_input_details()]
+    result: dict[str, Any] = {"model": args.model, "delegate": args.delegate, "runs": args.runs,
+                              "warmup": args.warmup, "allocate_ms": allocate_ms}
+    result.update(_time_invokes(it, inputs, args.runs, args.warmup))
+    if args.compare:
+        from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+        lite = LiteRT(model_path=args.model, num_threads=args.threads)
+        lite.allocate_tensors()
+        litert = _time_invokes(lite, inputs, args.runs, args.warmup)
+        result["litert_median_ms"] = litert["median_ms"]
+        result["ratio_to_litert"] = result["median_ms"] / litert["median_ms"]
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"model: {args.model}  delegate: {args.delegate or 'none (NumPy fallback)'}")
+    print(f"allocate_tensors (cold): {allocate_ms:.1f} ms")
+    print(f"invoke x{args.runs} after {args.warmup} warm-up: median {result['median_ms']:.3f} ms  "
+          f"min {result['min_ms']:.3f}  max {result['max_ms']:.3f}")
+    if args.compare:
+        print(f"LiteRT ({args.threads} thread(s)): median {result['litert_median_ms']:.3f} ms; "
+              f"teflon-py takes {result['ratio_to_litert']:.2f}x its time")
+    return 0
+
+
+def _time_invokes(it: Any, inputs: list[np.ndarray], runs: int, warmup: int) -> dict[str, float]:
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    for _ in range(warmup):
+        it.invoke()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        it.invoke()
+        times.append((time.perf_counter() - start) * 1e3)
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times)}
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    try:
+        from teflon_py.opencl.device import list_devices
+    except ImportError as e:
+        print(f"teflon-py: the OpenCL backend is not available ({e})", file=sys.stderr)
+        return 1
+    try:
+        devices = list_devices()
+    except TeflonError as e:
+        print(f"teflon-py: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(devices, indent=2))
+        return 0
+    if not devices:
+        print("no OpenCL devices found")
+        return 1
+    for d in devices:
+        extra = f"  {d['type']}  {d['version']}" if "type" in d else ""
+        print(f"{d.get('index', '?')}  {d.get('name', '?')}  ({d.get('platform', '?')}){extra}")
+    print("pick one with TEFLON_CL_DEVICE=P:D (or a name substring)")
+    return 0
+
+
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from teflon_py import zoo
+
+    kwargs: dict[str, Any] = {"dtype": args.dtype, "io": args.io, "seed": args.seed}
+    if args.size is not None:
+        kwargs["input_size"] = args.size
+    if args.classes is not None:
+        kwargs["num_classes"] = args.classes
+    if args.alpha is not None:
+        if args.name == "demo":
+            raise CliError("--alpha applies to the mobilenets, not to demo")
+        kwargs["alpha"] = args.alpha
+    data = zoo.build(args.name, **kwargs)
+    if args.external_buffers:
+        from teflon_py.tflite.builder import write_model
+        from teflon_py.tflite.reader import read_model
+
+        data = write_model(read_model(data), external_buffers=True)
+    Path(args.out).write_bytes(data)
+    print(f"wrote {args.out} ({len(data) / 1e6:.2f} MB)")
+    return 0
+
+
+# -- argument parsing ----------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    from teflon_py import zoo
+
+    p = argparse.ArgumentParser(prog="teflon-py", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)")
+    run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file")
+    run.add_argument("--input", action="append", metavar="X.npy", help="one per model input, in order")
+    run.add_argument("--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
+    run.add_argument("--delegate", metavar="NAME", help="e.g. opencl (default: NumPy fallback only)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    run.set_defaults(func=cmd_run)
+
+    ins = sub.add_parser("inspect", help="where every node runs and why")
+    ins.add_argument("model", metavar="MODEL")
+    ins.add_argument("--delegate", metavar="NAME")
+    ins.add_argument("--json", action="store_true", help="machine-readable plan")
+    ins.set_defaults(func=cmd_inspect)
+
+    bench = sub.add_parser("bench", help="time invoke (median/min/max) and the cold allocate_tensors")
+    bench.add_argument("model", metavar="MODEL")
+    bench.add_argument("--delegate", metavar="NAME")
+    bench.add_argument("--runs", type=int, default=20)
+    bench.add_argument("--warmup", type=int, default=3)
+    bench.add_argument("--compare", action="store_true", help="also time LiteRT (ai-edge-litert) on it")
+    bench.add_argument("--threads", type=int, default=1, help="LiteRT threads with --compare (default 1)")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
+
+    dev = sub.add_parser("devices", help="list OpenCL devices")
+    dev.add_argument("--json", action="store_true")
+    dev.set_defaults(func=cmd_devices)
+
+    z = sub.add_parser("zoo", help="write a built-in demo network to a .tflite file")
+    z.add_argument("name", choices=sorted(zoo.MODELS), metavar="NAME", help=", ".join(sorted(zoo.MODELS)))
+    z.add_argument("out", metavar="OUT.tflite")
+    z.add_argument("--dtype", choices=["float32", "int8"], default="float32")
+    z.add_argument("--io", choices=["int8", "uint8", "float32"], help="int8 models: input/output type")
+    z.add_argument("--size", type=int, help="input height and width (default 96; demo 32)")
+    z.add_argument("--alpha", type=float, help="width multiplier (default 0.5)")
+    z.add_argument("--classes", type=int, help="number of classes (default 1000; demo 10)")
+    z.add_argument("--seed", type=int, default=0)
+    z.add_argument("--external-buffers", action="store_true", help="constants after the flatbuffer (3c)")
+    z.set_defaults(func=cmd_zoo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``teflon-py`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, TeflonError, OSError, ValueError) as e:
+        if debug_enabled():
+            raise
+        message = " ".join(str(e).split()) or type(e).__name__
+        print(f"teflon-py {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Where every node runs and why: Teflon's ``TEFLON_DEBUG`` table, as data first, text second.
+
+``plan_data`` is what ``teflon-py inspect --json`` prints; ``format_table`` is the text that
+``teflon-py inspect`` prints and that ``allocate_tensors`` writes to stderr when ``TEFLON_DEBUG``
+is set.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import partitioner
+from teflon_py import ir
+
+if TYPE_CHECKING:
+    from teflon_py.interpreter import Interpreter
+
+DEBUG_ENV = "TEFLON_DEBUG"
+
+
+def debug_enabled() -> bool:
+    """``TEFLON_DEBUG`` set to anything but empty or 0."""
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def describe_tensor(graph: ir.Graph, index: int) -> str:
+    """``int8[1,96,96,3]``; ``-`` for an absent optional operand."""
+    if index == ir.NO_TENSOR:
+        return "-"
+    t = graph.tensors[index]
+    return f"{t.dtype.name}[{','.join(str(d) for d in t.shape)}]"
+
+
+def plan_rows(interpreter: Interpreter) -> list[dict[str, Any]]:
+    """One dict per node of the main graph: index, op, operand descriptions, backend, partition, reason."""
+    graph = interpreter.graph
+    rows = []
+    for op, p in zip(graph.operations, interpreter.placements()):
+        rows.append({
+            "index": op.index,
+            "op": op.name,
+            "inputs": [describe_tensor(graph, i) for i in op.inputs],
+            "outputs": [describe_tensor(graph, i) for i in op.outputs],
+            "backend": p.backend,
+            "partition": p.partition,
+            "reason": p.reason,
+        })
+    return rows
+
+
+def plan_data(interpreter: Interpreter, model: str, delegate: str | None) -> dict[str, Any]:
+    """The ``inspect --json`` document: model, delegate, nodes, partitions (fixed keys)."""
+    keys = ("index", "op", "backend", "partition", "reason")
+    return {
+        "model": model,
+        "delegate": delegate,
+        "nodes": [{k: row[k] for k in keys} for row in plan_rows(interpreter)],
+        "partitions": interpreter.partitions(),
+    }
+
+
+def summary_line(interpreter: Interpreter) -> str:
+    """How many nodes the partitions claim and how many run on the NumPy fallback."""
+    graph = interpreter.graph
+    claimed = [p["nodes"] for p in interpreter.partitions()]
+    parts = [partitioner.Partition(k, tuple(nodes), (), ()) for k, nodes in enumerate(claimed)]
+    return partitioner.summary(graph, parts)
+
+
+def format_table(interpreter: Interpreter) -> str:
+    """The placement table as aligned text, one row per node, then the summary line."""
+    head = ("#", "op", "inputs", "outputs", "backend", "part", "reason")
+    lines = [head]
+    for r in plan_rows(interpreter):
+        lines.append((
+            str(r["index"]), r["op"], " ".join(r["inputs"]), " ".join(r["outputs"]), r["backend"],
+            "-" if r["partition"] is None else str(r["partition"]), r["reason"] or "",
+        ))
+    widths = [max(len(row[c]) for row in lines) for c in range(len(head))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
+    return "\n".join([*text, summary_line(interpreter)])
