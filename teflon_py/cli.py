@@ -241,7 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file")
     run.add_argument("--input", action="append", metavar="X.npy", help="one per model input, in order")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
-    run.add_argument("--delegate", metavar="NAME", help="e.g. opencl (default: NumPy fallback only)")
+    run.add_argument("--delegate", metavar="NAME", help="opencl, or none for the NumPy fallback only (default)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     run.set_defaults(func=cmd_run)
 
@@ -282,6 +282,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``teflon-py`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if getattr(args, "delegate", None) == "none":  # `--delegate none`: NumPy fallback only
+        args.delegate = None
     try:
         return args.func(args)
     except (CliError, TeflonError, OSError, ValueError) as e:

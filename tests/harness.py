@@ -7,7 +7,8 @@ delegate backend it also asserts the delegate really ran every node (no silent f
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
