@@ -84,7 +84,9 @@ class GraphExecutor:
                 self.steps.append(self._compile(p, delegate))
 
     def _fallback(self, op: ir.Operation) -> tuple[Node, Any]:
-        return Node.of(self.graph, op, self.model), kernel_for(self.graph, op)
+        node = Node.of(self.graph, op, self.model)
+        node.context = self  # stateful kernels write variables back through ``assign``
+        return node, kernel_for(self.graph, op)
 
     def _compile(self, p: Any, delegate: Delegate) -> _PartitionStep:
         fallback = [self._fallback(self.graph.operations[i]) for i in p.nodes]
@@ -138,6 +140,13 @@ class GraphExecutor:
                 return
         for node, kernel in step.fallback:
             self._run_node(node, kernel)
+
+    def assign(self, tensor_index: int, value: np.ndarray) -> None:
+        """Overwrite a tensor's value (a variable's state); it persists across ``run`` calls."""
+        t = self.graph.tensors[tensor_index]
+        if value.dtype != t.dtype:
+            raise TypeError(f"assigning {value.dtype} to {t.describe()} of {t.dtype}")
+        self.values[tensor_index] = value
 
     def close(self) -> None:
         for step in self.steps:

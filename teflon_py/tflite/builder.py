@@ -62,16 +62,23 @@ class GraphBuilder:
         quantization: ir.Quantization | None = None,
         shape_signature: Sequence[int] | None = None,
         is_variable: bool = False,
+        sparsity: dict | None = None,
     ) -> int:
-        """Add a tensor; returns its index."""
+        """Add a tensor; returns its index.
+
+        A sparse constant (``sparsity`` in the reader's form, see ``reader._sparsity``) keeps
+        ``data`` as the flat array of its stored values; ``shape`` is the dense shape.
+        """
         index = len(self.graph.tensors)
         dt = np.dtype(dtype)
         if data is not None:
-            data = np.ascontiguousarray(data, dtype=dt).reshape(tuple(shape))
+            data = np.ascontiguousarray(data, dtype=dt)
+            data = data.reshape(-1) if sparsity is not None else data.reshape(tuple(shape))
         self.graph.tensors.append(
             ir.Tensor(
                 index, name, tuple(int(d) for d in shape), dt, quantization, data,
                 tuple(shape_signature) if shape_signature is not None else None, is_variable,
+                sparsity,
             )
         )
         return index
@@ -82,10 +89,11 @@ class GraphBuilder:
         self.graph.inputs = self.graph.inputs + (t,)
         return t
 
-    def add_constant(self, name: str, data: Any, dtype: Any = None, **kw: Any) -> int:
-        """Add a constant tensor holding ``data``."""
+    def add_constant(self, name: str, data: Any, dtype: Any = None, *, shape: Sequence[int] | None = None,
+                     **kw: Any) -> int:
+        """Add a constant tensor holding ``data`` (for a sparse one: its stored values, and ``shape``)."""
         arr = np.asarray(data, dtype=dtype)
-        return self.add_tensor(name, arr.shape, arr.dtype, data=arr, **kw)
+        return self.add_tensor(name, arr.shape if shape is None else shape, arr.dtype, data=arr, **kw)
 
     def add_op(
         self,
@@ -186,6 +194,8 @@ def write_model(model: ir.Model, *, external_buffers: bool = False) -> bytes:
                 q.zeroPoint = [int(z) for z in t.quantization.zero_point]
                 q.quantizedDimension = t.quantization.quantized_dimension
                 tt.quantization = q
+            if t.sparsity is not None:
+                tt.sparsity = _sparsity_parameters(t.sparsity)
             tt.buffer = 0
             if t.data is not None:
                 buf = _AlignedBufferT()
@@ -259,6 +269,41 @@ def write_model(model: ir.Model, *, external_buffers: bool = False) -> bytes:
         out.extend(b"\0" * (buf.offset - len(out)))
         out.extend(raw.tobytes())
     return bytes(out)
+
+
+_INDEX_VECTORS = {
+    np.dtype(np.uint8): (fb.SparseIndexVector.Uint8Vector, fb.Uint8VectorT),
+    np.dtype(np.uint16): (fb.SparseIndexVector.Uint16Vector, fb.Uint16VectorT),
+}
+
+
+def _index_vector(values: Any) -> tuple[int, Any]:
+    """(union type, vector object) for a sparse index array: uint8/uint16 arrays keep their width."""
+    if values is None:
+        return fb.SparseIndexVector.NONE, None
+    arr = np.asarray(values)
+    code, cls = _INDEX_VECTORS.get(arr.dtype, (fb.SparseIndexVector.Int32Vector, fb.Int32VectorT))
+    vec = cls()
+    vec.values = [int(v) for v in arr.reshape(-1)]
+    return code, vec
+
+
+def _sparsity_parameters(sparsity: dict) -> Any:
+    """The schema's SparsityParametersT from the reader's plain-data form."""
+    sp = fb.SparsityParametersT()
+    sp.traversalOrder = [int(v) for v in sparsity.get("traversal_order", ())]
+    block_map = sparsity.get("block_map", ())
+    sp.blockMap = [int(v) for v in block_map] if len(block_map) else None
+    sp.dimMetadata = []
+    for d in sparsity.get("dim_metadata", ()):
+        dm = fb.DimensionMetadataT()
+        sparse = d.get("format", "DENSE") == "SPARSE_CSR"
+        dm.format = fb.DimensionType.SPARSE_CSR if sparse else fb.DimensionType.DENSE
+        dm.denseSize = int(d.get("dense_size", 0) or 0)
+        dm.arraySegmentsType, dm.arraySegments = _index_vector(d.get("array_segments"))
+        dm.arrayIndicesType, dm.arrayIndices = _index_vector(d.get("array_indices"))
+        sp.dimMetadata.append(dm)
+    return sp
 
 
 def _tensor_map(name: str, index: int) -> Any:
