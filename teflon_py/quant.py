@@ -92,7 +92,8 @@ def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier: np.ndarray
     x = np.asarray(x, np.int64)
     multiplier = np.asarray(multiplier, np.int64)
     total_shift = 31 - np.asarray(shift, np.int64)
-    m = (multiplier + (1 << 15)) >> 16  # reduced to 16 bits, as TFLite does for int64 inputs
+    # reduced to 16 bits, as TFLite does for int64 inputs; multipliers from 0x7FFF0000 up cap at 0x7FFF
+    m = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
     total_shift = total_shift - 16
     rounding = np.int64(1) << (total_shift - 1)
     return (x * m + rounding) >> total_shift
@@ -282,6 +283,60 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total
     return int(np.floor(radius))
 
 
+def preprocess_log_softmax_scaling_exp(beta: float, input_scale: float,
+                                       input_integer_bits: int) -> tuple[int, int, int, int]:
+    """TFLite's PreprocessLogSoftmaxScalingExp: PreprocessSoftmaxScaling's (multiplier, left shift),
+    then the inverse scaling 2^(31 - left shift) / multiplier as (multiplier, shift <= 0)."""
+    multiplier, left_shift = preprocess_softmax_scaling(beta, input_scale, input_integer_bits)
+    if left_shift < 1:  # 1 << 31 overflows C's int in the reverse scaling
+        raise ValueError(f"log-softmax input left shift {left_shift} must be >= 1 (input scale too small)")
+    reverse_multiplier, reverse_shift = quantize_multiplier(float(1 << (31 - left_shift)) / float(multiplier))
+    if reverse_shift > 0:  # QuantizeMultiplierSmallerThanOneExp's TFLITE_CHECK_LE(shift, 0)
+        raise ValueError("log-softmax reverse scaling must be below one")
+    return multiplier, left_shift, int(reverse_multiplier), int(reverse_shift)
+
+
+def saturating_rounding_multiply_by_pot_param(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+    """TFLite's SaturatingRoundingMultiplyByPOTParam on int32 for run-time exponents >= 0 (per element):
+    x * 2^exponent, saturated to int32."""
+    x = np.asarray(x, np.int64)
+    exponent = np.asarray(exponent, np.int64)
+    threshold = (np.int64(1) << (31 - exponent)) - 1
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, wrap_int(x << exponent)))
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x: np.ndarray, input_integer_bits: int,
+                                           output_integer_bits: int) -> np.ndarray:
+    """TFLite's log_x_for_x_greater_than_or_equal_to_1_impl: Q``input_integer_bits`` x >= 1 ->
+    Q``output_integer_bits`` log(x), from the exponent (in quarter steps) plus a rational fit."""
+    srdhm = saturating_rounding_doubling_high_mul
+    srmbp = saturating_rounding_multiply_by_pot_param
+    accum_bits = output_integer_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rescale(np.int64(536870912), 0, accum_bits))  # 1/4 in Q(accum_bits)
+    z_a = np.asarray(x, np.int64)
+    z_a_headroom_plus_1 = count_leading_zeros32(z_a)
+    r_a_raw = srmbp(srdhm(srmbp(z_a, z_a_headroom_plus_1 - 1), sqrt_half), 1)
+    z_a_pow_2_adj = np.clip(srmbp(input_integer_bits - z_a_headroom_plus_1, 31 - accum_bits) + shifted_quarter,
+                            INT32_MIN, INT32_MAX)  # SaturatingAddNonGemmlowp
+    z_b_headroom = count_leading_zeros32(srdhm(z_a, sqrt_half)) - 1
+    r_b_raw = srmbp(z_a, z_b_headroom)
+    z_b_pow_2_adj = np.clip(srmbp(input_integer_bits - z_b_headroom, 31 - accum_bits) - shifted_quarter,
+                            INT32_MIN, INT32_MAX)  # SaturatingSub
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap_int(2 * wrap_int(r - sqrt_sqrt_half))
+    common_sq = srdhm(q, q)
+    num = wrap_int(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one_0 = wrap_int(srdhm(p, wrap_int(alpha_i + q + srdhm(alpha_d, common_sq))) + srdhm(alpha_f, q))
+    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
+    num_scaled = rescale(num, 0, accum_bits)
+    total = wrap_int(srdhm(z_pow_2_adj, log_2) + srdhm(num_scaled, recip_denom))
+    return rescale(total, accum_bits, output_integer_bits)
+
+
 def downscale_int32_to_int16_multiplier(multiplier: int) -> int:
     """TFLite's DownScaleInt32ToInt16Multiplier: the top 16 bits of an int32 multiplier, rounded."""
     if multiplier >= INT32_MAX - (1 << 15):
@@ -317,8 +372,9 @@ def lut_populate_int8(transform: Callable[[np.ndarray], np.ndarray], input_scale
 #   FULLY_CONNECTED (int8 per tensor or per channel, uint8): no fixed point at all -- the reference
 #       kernel computes round(double(acc) * (double(in) * double(w) / double(out))) in double.
 
-#: ops whose multipliers ``conv_output_multipliers`` derives, as LiteRT's Prepare does for each.
-_CONV_FAMILY = ("CONV_2D", "DEPTHWISE_CONV_2D")
+#: ops whose multipliers ``conv_output_multipliers`` derives, as LiteRT's Prepare does for each
+#: (TRANSPOSE_CONV's Prepare calls the same PopulateConvolutionQuantizationParams as CONV_2D).
+_CONV_FAMILY = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
 
 
 def conv_output_multipliers(opcode: str, input: ir.Tensor, weight: ir.Tensor,
@@ -351,6 +407,15 @@ def fully_connected_output_scales(input: ir.Tensor, weight: ir.Tensor, output: i
     """
     w_scales = np.asarray(weight.quantization.scale, np.float32).astype(np.float64)
     return np.float64(np.float32(input.scale)) * w_scales / np.float64(np.float32(output.scale))
+
+
+def batch_matmul_output_multiplier(lhs: ir.Tensor, rhs: ir.Tensor, output: ir.Tensor) -> tuple[int, int]:
+    """(int32 multiplier, shift) of quantized BATCH_MATMUL: LiteRT's three-tensor
+    GetQuantizedConvolutionMultipler, ``double(float32(lhs_scale * rhs_scale)) / double(out_scale)``
+    (the product rounded to float32 first; pinned by tests/ops/test_batch_matmul.py's probe)."""
+    product = np.float64(np.float32(lhs.scale) * np.float32(rhs.scale))
+    multiplier, shift = quantize_multiplier(product / np.float64(np.float32(output.scale)))
+    return int(multiplier), int(shift)
 
 
 def requantize_scaled(acc: np.ndarray, scale: np.ndarray | float, zero_point: int, lo: int, hi: int,

@@ -6,6 +6,12 @@ LUT): ``beta * input_scale`` becomes a Q5.26 multiplier (PreprocessSoftmaxScalin
 difference to the row maximum above ``diff_min`` is rescaled, exponentiated with
 ``exp_on_negative_values``, the Q12.19 sum inverted with GetReciprocal, and the product shifted
 down to 8 bits. The output grid is implied: 1/256 with zero point -128 (int8) or 0 (uint8).
+
+LOG_SOFTMAX (beta 1): float ``x - max - log(sum exp(x - max))`` in float32. int8/uint8 run the
+same fixed-point front end (PreprocessLogSoftmaxScalingExp), take gemmlowp's
+``log_x_for_x_greater_than_or_equal_to_1`` of the Q12.19 sum in Q5.26, and shift each
+``scaled diff - log sum`` down to the output grid LiteRT requires: 16/256 with zero point 127
+(int8) or 255 (uint8); differences below a row's reachable range give the type's minimum.
 """
 from __future__ import annotations
 
@@ -78,3 +84,70 @@ def softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
         return softmax_quantized(x, multiplier, left_shift, diff_min, yt.dtype)
     except ValueError as e:
         raise node.error(f"{e} (TFLite's reference kernel aborts here)") from None
+
+
+# -- LOG_SOFTMAX --------------------------------------------------------------------------------
+
+LOG_OUTPUT_INTEGER_BITS = 4
+#: output zero point LiteRT's LOG_SOFTMAX requires (the scale is always 16/256)
+LOG_OUT_ZERO_POINT = {np.dtype(np.int8): 127, np.dtype(np.uint8): 255}
+
+
+def log_softmax_float(x: np.ndarray) -> np.ndarray:
+    """reference_ops::LogSoftmax for float32 on the last axis: (x - max) - logf(sum of expf)."""
+    shifted = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(shifted.astype(np.float64)).astype(np.float32)  # expf, as in softmax_float
+    total = np.cumsum(e, axis=-1, dtype=np.float32)[..., -1:]  # sequential float32 sum
+    return shifted - np.log(total.astype(np.float64)).astype(np.float32)
+
+
+def log_softmax_params(node: Node) -> tuple[int, int, int, int, int]:
+    """(input multiplier, left shift, reverse multiplier, reverse shift, diff_min) of the 8-bit kernel."""
+    try:
+        multiplier, left_shift, reverse_multiplier, reverse_shift = quant.preprocess_log_softmax_scaling_exp(
+            1.0, float(np.float32(node.inputs[0].scale)), SCALED_DIFF_INTEGER_BITS)
+    except ValueError as e:
+        raise node.error(f"{e} (TFLite's reference kernel aborts here)") from None
+    diff_min = -quant.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
+    return multiplier, left_shift, reverse_multiplier, reverse_shift, diff_min
+
+
+def log_softmax_quantized(x: np.ndarray, params: tuple[int, int, int, int, int], dtype: np.dtype) -> np.ndarray:
+    """reference_integer_ops::LogSoftmax (int8) / reference_ops::LogSoftmax (uint8): gemmlowp fixed point."""
+    multiplier, left_shift, reverse_multiplier, reverse_shift, diff_min = params
+    diff = x.astype(np.int64) - x.max(axis=-1, keepdims=True).astype(np.int64)
+    used = diff >= diff_min
+    scaled = quant.multiply_by_quantized_multiplier_greater_than_one(np.where(used, diff, 0), multiplier, left_shift)
+    exp = quant.exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
+    terms = np.where(used, quant.rescale(exp, 0, ACCUMULATION_INTEGER_BITS), 0)
+    sum_of_exps = quant.wrap_int(terms.sum(axis=-1, keepdims=True))  # Q12, int32 accumulation
+    log_sum = quant.log_x_for_x_greater_than_or_equal_to_1(sum_of_exps, ACCUMULATION_INTEGER_BITS,
+                                                           SCALED_DIFF_INTEGER_BITS)  # Q5
+    reachable = quant.multiply_by_quantized_multiplier(quant.wrap_int(log_sum + quant.INT32_MIN),
+                                                       reverse_multiplier, reverse_shift)
+    adjusted_diff_min = np.maximum(diff_min - 1, reachable)
+    exponent = 31 - SCALED_DIFF_INTEGER_BITS - LOG_OUTPUT_INTEGER_BITS
+    unsat = quant.rounding_divide_by_pot(quant.wrap_int(scaled - log_sum), exponent) + LOG_OUT_ZERO_POINT[dtype]
+    qmin, qmax = quant.QRANGE[dtype]
+    return np.where(diff > adjusted_diff_min, np.clip(unsat, qmin, qmax), qmin).astype(dtype)
+
+
+@register("LOG_SOFTMAX")
+def log_softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
+    """log(softmax(x)) over the last axis."""
+    x = inputs[0]
+    xt, yt = node.inputs[0], node.outputs[0]
+    if x.ndim < 1:
+        raise node.error("input must have at least one dimension")
+    if xt.dtype != yt.dtype:
+        raise node.error(f"input type {xt.dtype} differs from output type {yt.dtype}")
+    if yt.dtype == np.float32:
+        return log_softmax_float(x)
+    dtype = np.dtype(yt.dtype)
+    if dtype not in LOG_OUT_ZERO_POINT:
+        raise node.error(f"type {dtype} is not supported (LiteRT takes float32, int8 and uint8)")
+    if xt.quantization is None or yt.quantization is None:
+        raise node.error(f"quantized {dtype} tensors need quantization parameters")
+    if np.float32(yt.scale) != np.float32(16 / 256) or yt.zero_point != LOG_OUT_ZERO_POINT[dtype]:
+        raise node.error(f"{dtype} output needs scale 16/256 and zero point {LOG_OUT_ZERO_POINT[dtype]}")
+    return log_softmax_quantized(x, node.memo("log_softmax", lambda: log_softmax_params(node)), dtype)

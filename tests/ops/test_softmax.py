@@ -65,3 +65,52 @@ def test_softmax_quantized_sum_too_large_is_an_error() -> None:
     model = softmax_model((1, 1001), 0.1, np.int8, 0.01)
     with pytest.raises(UnsupportedError, match="aborts"):
         run_teflon(model, [np.zeros((1, 1001), np.int8)])
+
+
+# -- LOG_SOFTMAX ------------------------------------------------------------------------------------
+
+#: output grid LiteRT's 8-bit LOG_SOFTMAX requires: 16/256, zero point at the type's maximum
+LOG_OUT_QUANT = {np.int8: quantization(16 / 256, 127), np.uint8: quantization(16 / 256, 255)}
+
+
+def log_softmax_model(shape: tuple, dtype: type, in_scale: float | None = None) -> bytes:
+    qin = None if in_scale is None else quantization(in_scale, IN_ZERO_POINT[dtype])
+    return single_op("LOG_SOFTMAX", [{"shape": shape, "dtype": dtype, "quant": qin}],
+                     [{"shape": shape, "dtype": dtype, "quant": LOG_OUT_QUANT.get(dtype)}], options.LogSoftmaxOptions())
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(3, 4000)], ids=lambda s: "x".join(map(str, s)))
+def test_log_softmax_float(backend: str, shape: tuple) -> None:
+    check_model(log_softmax_model(shape, np.float32), backend, seed=len(shape))
+
+
+def test_log_softmax_float_wide_range(backend: str) -> None:
+    """Inputs far below the row maximum: exp underflows to 0, the log stays finite."""
+    x = (np.random.default_rng(4).standard_normal((4, 50)) * 40).astype(np.float32)
+    check_model(log_softmax_model((4, 50), np.float32), backend, inputs=[x])
+
+
+@pytest.mark.parametrize("in_scale", [0.005, 0.02, 0.05, 0.1, 0.3, 1.0])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["i8", "u8"])
+@pytest.mark.parametrize("shape", QSHAPES + [(2, 1001)], ids=lambda s: "x".join(map(str, s)))
+def test_log_softmax_quantized(backend: str, shape: tuple, dtype: type, in_scale: float) -> None:
+    check_model(log_softmax_model(shape, dtype, in_scale), backend, seed=len(shape))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["i8", "u8"])
+def test_log_softmax_quantized_near_ties(backend: str, dtype: type) -> None:
+    """Rows of few distinct values near the maximum, and constant rows (log sum of exps = log n)."""
+    rng = np.random.default_rng(11)
+    lo = np.iinfo(dtype).min
+    x = (lo + 100 + rng.integers(0, 4, (6, 300))).astype(dtype)
+    x[0] = lo + 7
+    check_model(log_softmax_model((6, 300), dtype, 0.08), backend, inputs=[x])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["i8", "u8"])
+def test_log_softmax_quantized_needs_fixed_output_grid(dtype: type) -> None:
+    """LiteRT refuses any output grid but 16/256 with zero point 127 (int8) / 255 (uint8); so does teflon-py."""
+    model = single_op("LOG_SOFTMAX", [{"shape": (2, 5), "dtype": dtype, "quant": quantization(0.1, 3)}],
+                      [{"shape": (2, 5), "dtype": dtype, "quant": quantization(1 / 16, 0)}], options.LogSoftmaxOptions())
+    with pytest.raises(UnsupportedError, match="16/256"):
+        run_teflon(model, [np.zeros((2, 5), dtype)])
