@@ -52,6 +52,8 @@ RESOURCE_OPS = frozenset(
         "HASHTABLE_IMPORT",
         "HASHTABLE_SIZE",
         "CALL_ONCE",
+        "WHILE",  # their subgraphs may read and assign resource variables
+        "IF",
     }
 )
 

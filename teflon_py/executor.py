@@ -4,9 +4,15 @@ Built at ``allocate_tensors``: every delegate answers ``check`` for every node, 
 groups the supported nodes, the delegate compiles each partition; every node left over gets its
 NumPy kernel (an unknown op is an error here, not at invoke). A partition that fails to build or
 to run falls back to NumPy for its nodes, with one warning naming it and the error.
+
+``ModelState`` is what every executor of one interpreter shares, as TFLite's interpreter-wide
+maps: resource variables, which subgraphs CALL_ONCE has run, and one NumPy executor per subgraph
+that control flow (WHILE, IF, CALL_ONCE) runs. Kernels reach it through ``node.context`` (the
+executor): ``context.run_subgraph(index, inputs)``, ``context.resources``, ``context.state``.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 from collections.abc import Sequence
@@ -18,7 +24,7 @@ import numpy as np
 import partitioner
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate
-from teflon_py.errors import BackendError, TeflonError
+from teflon_py.errors import BackendError, ModelError, TeflonError
 from teflon_py.fallback import Node, kernel_for
 
 
@@ -39,12 +45,127 @@ class _PartitionStep:
     fallback: list[tuple[Node, Any]]  # NumPy kernels for the same nodes, used if the device fails
 
 
-class GraphExecutor:
-    """Runs one graph of a model; ``values[i]`` holds tensor i's current array."""
+class ModelState:
+    """State shared by every graph executor of one interpreter (TFLite keeps it interpreter-wide).
 
-    def __init__(self, model: ir.Model, graph: ir.Graph, delegates: Sequence[Delegate] = ()):
+    ``resources``: resource id -> value (a resource variable's array), set by ASSIGN_VARIABLE;
+    ``resource_ids``: (container, shared_name) -> id, numbered as TFLite's VAR_HANDLE does (in
+    order of first appearance, subgraph by subgraph, node by node); ``initialized``: subgraphs
+    CALL_ONCE has run. Control flow runs subgraphs through ``run``: one NumPy executor per
+    subgraph, built when a node first refers to it and kept, so its variable tensors persist.
+    """
+
+    def __init__(self, model: ir.Model):
+        self.model = model
+        self.resources: dict[int, Any] = {}
+        self.resource_ids: dict[tuple[str, str], int] = _resource_ids(model)
+        self.initialized: set[int] = set()
+        self._executors: dict[int, GraphExecutor] = {}
+        self._building: set[int] = set()
+        self._running: set[int] = set()
+
+    def resource_id(self, container: str | None, shared_name: str | None) -> int:
+        """The id of the resource (container, shared_name); a new one gets the next number."""
+        key = (container or "", shared_name or "")
+        return self.resource_ids.setdefault(key, len(self.resource_ids))
+
+    def prepare(self, index: int, referrer: ir.Operation | None = None) -> None:
+        """Build subgraph ``index``'s executor now (at allocation), so unknown ops fail early."""
+        if index in self._executors or index in self._building:
+            return  # built, or being built higher up (a cycle of references)
+        if not 0 <= index < len(self.model.graphs):
+            where = f"{referrer.describe()}: " if referrer is not None else ""
+            raise ModelError(f"{where}subgraph index {index} out of range (model has {len(self.model.graphs)})")
+        self._building.add(index)
+        try:
+            executor = GraphExecutor(self.model, self.model.graphs[index], (), self)
+        finally:
+            self._building.discard(index)
+        executor.reset_variables()
+        self._executors[index] = executor
+
+    def executor(self, index: int) -> GraphExecutor:
+        """Subgraph ``index``'s NumPy executor (built on first use)."""
+        self.prepare(index)
+        return self._executors[index]
+
+    def run(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run subgraph ``index`` on ``inputs``; its outputs (shapes may differ call to call)."""
+        executor = self.executor(index)
+        graph = executor.graph
+        if len(inputs) != len(graph.inputs):
+            raise ModelError(f"subgraph {index} takes {len(graph.inputs)} inputs, got {len(inputs)}")
+        if index in self._running:
+            raise ModelError(f"subgraph {index} is called while it runs (recursion, which TFLite forbids too)")
+        for i, value in zip(graph.inputs, inputs):
+            t = graph.tensors[i]
+            if value is None or value.dtype != t.dtype:
+                got = "nothing" if value is None else value.dtype
+                raise ModelError(f"subgraph {index}: {t.describe()} is {t.dtype}, got {got}")
+            executor.values[i] = value
+        self._running.add(index)
+        try:
+            executor.run()
+        finally:
+            self._running.discard(index)
+        outputs = [executor.values[i] for i in graph.outputs]
+        for i, value in zip(graph.outputs, outputs):
+            if value is None:
+                raise ModelError(f"subgraph {index}: output {graph.tensors[i].describe()} was never computed")
+        return outputs
+
+    def reset_variables(self) -> None:
+        """Reset the variable tensors of the control-flow subgraphs (resources are kept, as LiteRT)."""
+        for executor in self._executors.values():
+            executor.reset_variables()
+
+    def fork(self) -> ModelState:
+        """A copy to run a graph without side effects (shape probing): same resources, own executors."""
+        other = ModelState(self.model)
+        other.resources = copy.deepcopy(self.resources)
+        other.resource_ids = dict(self.resource_ids)
+        other.initialized = set(self.initialized)
+        return other
+
+    def close(self) -> None:
+        for executor in self._executors.values():
+            executor.close()
+        self._executors.clear()
+
+
+def _resource_ids(model: ir.Model) -> dict[tuple[str, str], int]:
+    """TFLite's resource ids: VAR_HANDLEs number their (container, shared_name) as the model is read."""
+    ids: dict[tuple[str, str], int] = {}
+    for graph in model.graphs:
+        for op in graph.operations:
+            if op.opcode == "VAR_HANDLE":
+                key = (getattr(op.options, "container", None) or "", getattr(op.options, "shared_name", None) or "")
+                ids.setdefault(key, len(ids))
+    return ids
+
+
+def _subgraph_references(op: ir.Operation) -> list[int]:
+    """Subgraphs an op runs: its options' ``*_subgraph_index`` fields (WHILE, IF, CALL_ONCE, ...)."""
+    if op.options is None or not dataclasses.is_dataclass(op.options):
+        return []
+    return [
+        int(getattr(op.options, f.name)) for f in dataclasses.fields(op.options)
+        if f.name.endswith("_subgraph_index") and getattr(op.options, f.name) is not None
+    ]
+
+
+class GraphExecutor:
+    """Runs one graph of a model; ``values[i]`` holds tensor i's current array.
+
+    ``state`` is shared with the interpreter's other executors (a fresh one when not given).
+    """
+
+    def __init__(self, model: ir.Model, graph: ir.Graph, delegates: Sequence[Delegate] = (),
+                 state: ModelState | None = None):
         self.model = model
         self.graph = graph
+        self.state = state if state is not None else ModelState(model)
+        self._owns_state = state is None
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
@@ -86,7 +207,10 @@ class GraphExecutor:
     def _fallback(self, op: ir.Operation) -> tuple[Node, Any]:
         node = Node.of(self.graph, op, self.model)
         node.context = self  # stateful kernels write variables back through ``assign``
-        return node, kernel_for(self.graph, op)
+        kernel = kernel_for(self.graph, op)
+        for index in _subgraph_references(op):
+            self.state.prepare(index, op)
+        return node, kernel
 
     def _compile(self, p: Any, delegate: Delegate) -> _PartitionStep:
         fallback = [self._fallback(self.graph.operations[i]) for i in p.nodes]
@@ -141,6 +265,27 @@ class GraphExecutor:
         for node, kernel in step.fallback:
             self._run_node(node, kernel)
 
+    @property
+    def resources(self) -> dict[int, Any]:
+        """The interpreter-wide resource store (resource id -> value), shared by all subgraphs."""
+        return self.state.resources
+
+    def run_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run subgraph ``index`` of the model on NumPy (WHILE, IF, CALL_ONCE); its outputs."""
+        return self.state.run(index, inputs)
+
+    def reset_variables(self) -> None:
+        """LiteRT's ResetVariableTensor on every variable tensor: zero bytes; int8 gets its zero point."""
+        for t in self.graph.tensors:
+            if not t.is_variable:
+                continue
+            fill = t.zero_point if t.dtype == np.int8 else 0
+            current = self.values[t.index]
+            if current is not None and current.flags.writeable and current.shape == t.shape:
+                current.fill(fill)  # keeps views handed out by Interpreter.tensor() valid
+            else:
+                self.values[t.index] = np.full(t.shape, fill, t.dtype)
+
     def assign(self, tensor_index: int, value: np.ndarray) -> None:
         """Overwrite a tensor's value (a variable's state); it persists across ``run`` calls."""
         t = self.graph.tensors[tensor_index]
@@ -152,3 +297,5 @@ class GraphExecutor:
         for step in self.steps:
             if isinstance(step, _PartitionStep) and step.compiled is not None:
                 step.compiled.close()
+        if self._owns_state:
+            self.state.close()

@@ -25,7 +25,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError, UnsupportedError
-from teflon_py.executor import GraphExecutor, Placement
+from teflon_py.executor import GraphExecutor, ModelState, Placement
 from teflon_py.plan_report import debug_enabled, format_table
 from teflon_py.tflite.reader import read_model
 
@@ -102,6 +102,8 @@ class Interpreter:
         #: accepted for LiteRT compatibility; the NumPy fallback uses NumPy's own threads
         self.num_threads = num_threads
         self._subgraphs: dict[int, _Subgraph] = {}
+        #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
+        self._model_state = ModelState(self._model)
 
     # -- model ----------------------------------------------------------------------------
     @property
@@ -144,7 +146,7 @@ class Interpreter:
             return state
         graph = self._propagate_shapes(state) if state.input_shapes else state.base
         state.close()
-        executor = GraphExecutor(self._model_with(graph), graph, self._delegates)
+        executor = GraphExecutor(self._model_with(graph), graph, self._delegates, self._model_state)
         _initialise(executor, graph)
         state.graph, state.executor, state.dirty = graph, executor, False
         if subgraph_index == 0 and debug_enabled():
@@ -165,7 +167,7 @@ class Interpreter:
         for i, shape in state.input_shapes.items():
             tensors[i] = dataclasses.replace(tensors[i], shape=shape)
         graph = dataclasses.replace(state.base, tensors=tensors)
-        probe = GraphExecutor(self._model_with(graph), graph, ())
+        probe = GraphExecutor(self._model_with(graph), graph, (), self._model_state.fork())  # no side effects
         _initialise(probe, graph)
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -178,6 +180,7 @@ class Interpreter:
             raise ResizeError(f"cannot resize {resized}: the graph fails on that shape: {type(e).__name__}: {e}") from e
         finally:
             probe.close()
+            probe.state.close()
         for i, value in enumerate(probe.values):
             t = tensors[i]
             if value is not None and not t.is_constant and tuple(value.shape) != t.shape:
@@ -324,10 +327,15 @@ class Interpreter:
         return values[index]
 
     def reset_all_variables(self) -> None:
-        """Set every variable tensor to zero (int8: its zero point), as LiteRT does."""
+        """Set every variable tensor to zero (int8: its zero point), as LiteRT does.
+
+        Resource variables (VAR_HANDLE / ASSIGN_VARIABLE) keep their values and CALL_ONCE stays
+        done: LiteRT's ResetVariableTensors only touches variable tensors.
+        """
         for state in self._subgraphs.values():
             if state.executor is not None:
-                _reset_variables(state.executor, state.graph)
+                state.executor.reset_variables()
+        self._model_state.reset_variables()
 
     # -- signatures -----------------------------------------------------------------------
     def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
@@ -386,6 +394,9 @@ class Interpreter:
         for state in getattr(self, "_subgraphs", {}).values():
             with contextlib.suppress(Exception):  # interpreter teardown must not raise
                 state.close()
+        if hasattr(self, "_model_state"):
+            with contextlib.suppress(Exception):
+                self._model_state.close()
 
 
 class SignatureRunner:
@@ -437,20 +448,7 @@ def _initialise(executor: GraphExecutor, graph: ir.Graph) -> None:
         t = graph.tensors[i]
         if not t.is_constant:
             executor.values[i] = np.zeros(t.shape, t.dtype)
-    _reset_variables(executor, graph)
-
-
-def _reset_variables(executor: GraphExecutor, graph: ir.Graph) -> None:
-    """LiteRT's ResetVariableTensor: zero bytes, except int8 which gets its zero point."""
-    for t in graph.tensors:
-        if not t.is_variable:
-            continue
-        fill = t.zero_point if t.dtype == np.int8 else 0
-        current = executor.values[t.index]
-        if current is not None and current.flags.writeable and current.shape == t.shape:
-            current.fill(fill)
-        else:
-            executor.values[t.index] = np.full(t.shape, fill, t.dtype)
+    executor.reset_variables()
 
 
 def _type_name(dtype: np.dtype) -> str:
