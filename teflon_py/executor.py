@@ -26,6 +26,7 @@ from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate
 from teflon_py.errors import BackendError, ModelError, TeflonError
 from teflon_py.fallback import Node, kernel_for
+from teflon_py.fallback.constant_folding import is_folded
 
 
 @dataclass
@@ -199,7 +200,11 @@ class GraphExecutor:
         by_index = {p.index: (p, d) for p, d in zip(partitions, owners)}
         for kind, index in partitioner.execution_plan(self.graph, partitions):
             if kind == "node":
-                self.steps.append(self._fallback(self.graph.operations[index]))
+                op = self.graph.operations[index]
+                if is_folded(self.graph, op):
+                    self.placements[index] = Placement("numpy", None, "folded into a constant at load time")
+                    continue
+                self.steps.append(self._fallback(op))
             else:
                 p, delegate = by_index[index]
                 self.steps.append(self._compile(p, delegate))

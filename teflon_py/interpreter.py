@@ -26,6 +26,7 @@ from teflon_py import ir
 from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError, UnsupportedError
 from teflon_py.executor import GraphExecutor, ModelState, Placement
+from teflon_py.fallback.constant_folding import fold_model
 from teflon_py.plan_report import debug_enabled, format_table
 from teflon_py.tflite.reader import read_model
 
@@ -92,6 +93,7 @@ class Interpreter:
             raise ValueError("`model_path` or `model_content` must be specified.")
         else:
             raise ValueError("Can't both provide `model_path` and `model_content`")
+        self._model = fold_model(self._model)  # constant DENSIFY / float16 DEQUANTIZE, once
         self._delegates = list(experimental_delegates or [])
         for d in self._delegates:
             if not isinstance(d, Delegate):

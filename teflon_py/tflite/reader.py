@@ -148,8 +148,8 @@ class _Reader:
         b = t.Buffer()
         if not 0 <= b < max(len(buffers), 1):
             raise self.fail(f"{label}: buffer index {b} out of range ({len(buffers)} buffers)")
-        data = self._constant(buffers[b], b, label, shape, dtype, ttype) if buffers else None
         sparsity = _sparsity(t.Sparsity()) if t.Sparsity() is not None else None
+        data = self._constant(buffers[b], b, label, shape, dtype, ttype, sparsity is not None) if buffers else None
         return ir.Tensor(index, name, shape, dtype, quant, data, signature, bool(t.IsVariable()), sparsity)
 
     def _quantization(self, q: Any, label: str, shape: tuple[int, ...]) -> ir.Quantization | None:
@@ -186,8 +186,15 @@ class _Reader:
             raise self.fail(f"{label}: buffer {b} data runs past the end of the file")
         return np.frombuffer(self.data, np.uint8, length, start)
 
-    def _constant(self, buf: Any, b: int, label: str, shape, dtype, ttype) -> np.ndarray | None:
+    def _constant(self, buf: Any, b: int, label: str, shape, dtype, ttype, sparse: bool = False) -> np.ndarray | None:
         raw = self._buffer_bytes(buf, b, label)
+        if sparse and raw is not None and ttype not in (fb.TensorType.STRING, fb.TensorType.INT4):
+            # a sparse constant stores only its values (flat); DENSIFY lays them out
+            if raw.size % dtype.itemsize:
+                raise self.fail(f"{label}: sparse buffer {b} holds {raw.size} bytes, not whole {dtype} values")
+            values = raw.view(dtype) if raw.size else np.zeros(0, dtype)
+            values.flags.writeable = False
+            return values
         count = int(np.prod(shape, dtype=np.int64))
         if raw is None:  # no data: a constant only when it has no elements (and a real buffer)
             if b == 0 or count != 0 or ttype == fb.TensorType.STRING:

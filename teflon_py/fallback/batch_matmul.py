@@ -1,0 +1,78 @@
+"""BATCH_MATMUL: batched matrix products with broadcast batch dimensions, as TFLite computes them.
+
+``adj_x`` / ``adj_y`` transpose the last two axes of the LHS / RHS first; batch dimensions (rank
+2 to 5) broadcast as in NumPy (LiteRT requires equal sizes or a 1). Quantized operands (int8, or
+int16 with zero points 0) are per tensor: each has its zero point subtracted, products accumulate
+exactly (int32 for int8, int64 for int16; here a float64 matmul of small integers, exact below
+2^53), and one fixed-point multiplier -- derived from the float32 product of the two input scales,
+LiteRT's three-tensor GetQuantizedConvolutionMultipler -- requantizes to the output. There is no
+fused activation: the output saturates at its type's range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from teflon_py import quant
+from teflon_py.fallback.registry import Node, register
+
+_QUANTIZED = (np.dtype(np.int8), np.dtype(np.int16))
+
+
+def _operands(node: Node, lhs: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands with their adjoint flags applied, after LiteRT's shape checks."""
+    for name, a in (("LHS", lhs), ("RHS", rhs)):
+        if not 2 <= a.ndim <= 5:
+            raise node.error(f"{name} has rank {a.ndim}; BATCH_MATMUL takes ranks 2 to 5")
+    opts = node.options
+    if opts is not None and opts.adj_x:
+        lhs = np.swapaxes(lhs, -1, -2)
+    if opts is not None and opts.adj_y:
+        rhs = np.swapaxes(rhs, -1, -2)
+    if lhs.shape[-1] != rhs.shape[-2]:
+        raise node.error(f"cannot multiply {lhs.shape[-2:]} by {rhs.shape[-2:]} (after adj_x / adj_y)")
+    batch_l, batch_r = lhs.shape[:-2], rhs.shape[:-2]
+    for a, b in zip(reversed(batch_l), reversed(batch_r)):
+        if a != b and 1 not in (a, b):
+            raise node.error(f"batch dimensions {batch_l} and {batch_r} do not broadcast")
+    return lhs, rhs
+
+
+def _check_types(node: Node) -> np.dtype:
+    """Same type on both sides and the output; quantized ones per tensor (int16: zero points 0)."""
+    lt, rt, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    dtype = np.dtype(lt.dtype)
+    if dtype == np.float32 and rt.dtype == np.int8:
+        raise node.error("hybrid float32 x int8 BATCH_MATMUL is not supported")
+    if rt.dtype != dtype or out.dtype != dtype:
+        raise node.error(f"operand types {lt.dtype}, {rt.dtype} -> {out.dtype} must all match")
+    if dtype == np.float32:
+        return dtype
+    if dtype not in _QUANTIZED:
+        raise node.error(f"{dtype} is not supported (float32, int8, int16 are)")
+    for t in (lt, rt, out):
+        if t.quantization is None or t.quantization.per_channel:
+            raise node.error(f"{t.describe()} needs per-tensor quantization parameters")
+        if dtype == np.int16 and t.zero_point != 0:
+            raise node.error(f"int16 {t.describe()} needs zero point 0")
+    return dtype
+
+
+@register("BATCH_MATMUL")
+def batch_matmul(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
+    """``lhs @ rhs`` over broadcast batch dimensions; quantized: exact accumulation, one requantization."""
+    dtype = _check_types(node)
+    lhs, rhs = _operands(node, inputs[0], inputs[1])
+    if dtype == np.float32:
+        return np.matmul(lhs, rhs).astype(np.float32, copy=False)
+    lt, rt, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    acc = np.matmul(lhs.astype(np.float64) - lt.zero_point, rhs.astype(np.float64) - rt.zero_point)
+    acc = acc.astype(np.int64)
+    multiplier, shift = node.memo("multiplier", lambda: quant.batch_matmul_output_multiplier(lt, rt, out))
+    lo, hi = quant.QRANGE[dtype]
+    if dtype == np.int16:  # int64 accumulator: the reduced 16-bit multiplier of the int64 overload
+        y = quant.multiply_by_quantized_multiplier_int64(acc, multiplier, shift)
+        return np.clip(y, lo, hi).astype(dtype)
+    return quant.requantize(quant.wrap_int(acc), multiplier, shift, out.zero_point, lo, hi, dtype)
