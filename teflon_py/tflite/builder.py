@@ -105,13 +105,14 @@ class GraphBuilder:
         custom_code: str | None = None,
         custom_options: bytes | None = None,
         version: int = 1,
+        intermediates: Iterable[int] = (),
     ) -> ir.Operation:
         """Append an operation (``opcode`` is a builtin name, or ``"CUSTOM"``)."""
         if opcode not in vars(fb.BuiltinOperator):
             raise ValueError(f"unknown builtin operator {opcode!r}")
         op = ir.Operation(
             len(self.graph.operations), opcode, tuple(inputs), tuple(outputs), options, version,
-            custom_code, custom_options,
+            custom_code, custom_options, tuple(intermediates),
         )
         self.graph.operations.append(op)
         return op

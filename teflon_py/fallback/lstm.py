@@ -1,0 +1,751 @@
+"""LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM: TFLite's ``lstm_eval`` in NumPy.
+
+Three kernels, chosen as LiteRT chooses them, by the weight and input types:
+
+* float: float32 weights and activations (``EvalFloat``);
+* hybrid: int8 weights, float32 activations (``EvalHybrid``): every step quantizes its input rows
+  and the output state row by row (``BatchQuantizeFloats``, symmetric or asymmetric), multiplies
+  in integers and rescales in float32;
+* integer: int8 input and weights, int16 cell state, five ``intermediates`` carrying the gate
+  and hidden quantization (``EvalInteger8x8_16``); gemmlowp int16 sigmoid/tanh.
+
+Options as ``lstm_eval`` supports them: CIFG (no input gate), peephole, projection (+ bias,
+clip), layer norm, cell clip, diagonal (1-D) recurrent weights (float UNIDIRECTIONAL only), the
+auxiliary input of the bidirectional op. One Python loop over time steps; the batch rows of a step
+run together (TFLite's batch-major loop gives the same numbers: rows are independent). The state
+operands are variable tensors: the final states go back through ``node.context.assign`` so they
+persist across invokes, as in TFLite.
+
+Bit-exactness beyond the integer kernel: the hybrid kernel is bit-exact with LiteRT's x86 build
+(its float steps decide the next step's quantization, so they must be): the gate sigmoid and the
+tanh are Eigen's float approximations (``eigen_logistic``, ``eigen_tanh``; the few sigmoid elements
+Eigen computes unvectorised, where LiteRT's scratch is not 16-byte aligned, use glibc's expf),
+input quantization is LiteRT's NEON kernel through NEON_2_SSE (``quant.symmetric_quantize_rows``)
+and layer norm sums left to right. The float kernel differs from LiteRT only by its GEMM's
+summation order (~1e-7 relative).
+
+LiteRT quirks kept on purpose: with ``fused_activation_function`` NONE the output is
+``output_gate * cell_gate`` (``CalculateLstmOutputFloat`` leaves its scratch, the cell gate, in
+place of ``activation(cell_state)``); the integer peephole walks ``n_output`` (not ``n_cell``)
+elements per batch row; the integer projection subtracts the hidden zero point before the matmul
+and adds ``hidden_zp * row_sums`` back in the bias.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from typing import Any
+
+import numpy as np
+
+from teflon_py import ir, quant
+from teflon_py.fallback.registry import Node, register
+from teflon_py.tflite import options as options_mod
+
+_F32 = np.float32
+_GATES = ("i", "f", "c", "o")
+_GATE_INDEX = {"i": 0, "f": 1, "c": 2, "o": 3}
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """Operand positions of one LSTM direction inside its op (missing keys: not an operand)."""
+
+    w_x: dict[str, int]
+    w_h: dict[str, int]
+    w_c: dict[str, int]
+    bias: dict[str, int]
+    proj_w: int
+    proj_b: int
+    h: int
+    c: int
+    ln: dict[str, int] = field(default_factory=dict)
+    w_aux: dict[str, int] = field(default_factory=dict)
+
+
+def _gate_map(first: int) -> dict[str, int]:
+    return dict(zip(_GATES, range(first, first + 4)))
+
+
+_FULL = _Slots(_gate_map(1), _gate_map(5), {"i": 9, "f": 10, "o": 11}, _gate_map(12), 16, 17, 18, 19)
+_FULL_LN = _Slots(_FULL.w_x, _FULL.w_h, _FULL.w_c, _FULL.bias, 16, 17, 18, 19, _gate_map(20))
+_BIDI_FW = _Slots(_FULL.w_x, _FULL.w_h, _FULL.w_c, _FULL.bias, 16, 17, 35, 36, w_aux=_gate_map(40))
+_BIDI_BW = _Slots(_gate_map(18), _gate_map(22), {"i": 26, "f": 27, "o": 28}, _gate_map(29), 33, 34, 37, 38,
+                  w_aux=_gate_map(44))
+
+
+@dataclass
+class _Cell:
+    """One direction's constants, derived once per node (LiteRT's Prepare plus its row sums)."""
+
+    kind: str  # "float" | "hybrid" | "integer"
+    gates: tuple[str, ...]  # computed gates: i (unless CIFG), f, c, o
+    n_cell: int
+    n_output: int
+    w_x: dict[str, np.ndarray]  # float32 [n_cell, n_input]; hybrid/integer: float64 holding int8
+    w_h: dict[str, np.ndarray]  # [n_cell, n_output], or float32 [n_cell] when diagonal
+    w_aux: dict[str, np.ndarray]
+    w_c: dict[str, np.ndarray]  # peephole: float32 (hybrid: recovered scale * int8), integer: int64
+    ln: dict[str, np.ndarray]
+    bias: dict[str, np.ndarray]
+    proj_w: np.ndarray | None
+    proj_b: np.ndarray | None
+    diagonal: bool = False
+    scale: dict[tuple[str, str], np.float32] = field(default_factory=dict)  # hybrid weight scales
+    row_sums: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # int8 weight row sums
+    integer: dict[str, Any] = field(default_factory=dict)  # integer kernel parameters
+
+    @property
+    def cifg(self) -> bool:
+        return "i" not in self.gates
+
+
+# -- reading the operands -----------------------------------------------------------------------
+
+def _kind(node: Node, x: ir.Tensor, w: ir.Tensor) -> str:
+    """float / hybrid / integer, as LiteRT dispatches on the weight and input types."""
+    wt, xt = np.dtype(w.dtype), np.dtype(x.dtype)
+    if wt == np.float32 and xt == np.float32:
+        return "float"
+    if wt == np.int8 and xt == np.float32:
+        return "hybrid"
+    if wt == np.int8 and xt == np.int8:
+        return "integer"
+    raise node.error(f"{xt} input with {wt} weights is not supported (float32, hybrid int8 weights, "
+                     f"or int8 8x8->16 integer)")
+
+
+def _constant_operands(node: Node, slots: _Slots) -> bool:
+    """Whether every weight of this direction is a constant (its derived values can be memoised)."""
+    positions = [*slots.w_x.values(), *slots.w_h.values(), *slots.w_c.values(), *slots.bias.values(),
+                 *slots.ln.values(), *slots.w_aux.values(), slots.proj_w, slots.proj_b]
+    return all(node.inputs[k] is None or node.inputs[k].is_constant for k in positions if k < len(node.inputs))
+
+
+def _operand(node: Node, inputs: Sequence[np.ndarray | None], k: int | None) -> np.ndarray | None:
+    if k is None or k >= len(inputs):
+        return None
+    return inputs[k]
+
+
+def _read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots) -> _Cell:
+    """The direction's weights in the form its kernel multiplies with, and the shapes they imply."""
+    if any(t is not None and t.sparsity is not None for t in node.inputs[1:]):
+        raise node.error("sparse LSTM weights are not supported")
+    x_t, wo_t = node.inputs[0], node.inputs[slots.w_x["o"]]
+    kind = _kind(node, x_t, wo_t)
+    w_x_o = inputs[slots.w_x["o"]]
+    n_cell = w_x_o.shape[0]
+    cifg = _operand(node, inputs, slots.w_x["i"]) is None
+    gates = ("f", "c", "o") if cifg else _GATES
+    w_h_o = inputs[slots.w_h["o"]]
+    diagonal = w_h_o.ndim == 1
+    if diagonal and kind != "float":
+        raise node.error("diagonal (1-D) recurrent weights are only supported with float32 weights")
+    n_output = n_cell if diagonal else w_h_o.shape[1]
+    peephole = _operand(node, inputs, slots.w_c["o"]) is not None
+    layer_norm = bool(slots.ln) and _operand(node, inputs, slots.ln["f"]) is not None
+    has_aux = bool(slots.w_aux) and _operand(node, inputs, slots.w_aux["f"]) is not None
+    proj_w = _operand(node, inputs, slots.proj_w)
+    proj_b = _operand(node, inputs, slots.proj_b)
+
+    def weight(k: int) -> np.ndarray:
+        w = inputs[k]
+        return np.asarray(w, _F32) if kind == "float" else np.asarray(w, np.float64)
+
+    cell = _Cell(
+        kind, gates, n_cell, n_output,
+        w_x={g: weight(slots.w_x[g]) for g in gates},
+        w_h={g: weight(slots.w_h[g]) for g in gates},
+        w_aux={g: weight(slots.w_aux[g]) for g in gates} if has_aux else {},
+        w_c={},
+        ln={g: np.asarray(inputs[slots.ln[g]]) for g in gates} if layer_norm else {},
+        bias={g: np.asarray(inputs[slots.bias[g]]) for g in gates},
+        proj_w=None if proj_w is None else weight(slots.proj_w),
+        proj_b=None if proj_b is None else np.asarray(proj_b),
+        diagonal=diagonal,
+    )
+    if kind == "float" and diagonal:
+        cell.w_h = {g: np.asarray(inputs[slots.w_h[g]], _F32) for g in gates}
+    if peephole:
+        for g in ("i", "f", "o"):
+            if g in gates:
+                w = inputs[slots.w_c[g]]
+                if kind == "hybrid":  # VectorScalarMultiply: scale * int8, in float32
+                    w = _F32(node.inputs[slots.w_c[g]].scale) * np.asarray(w, _F32)
+                cell.w_c[g] = np.asarray(w, np.int64 if kind == "integer" else _F32)
+    if kind != "float":
+        _integer_weight_sums(node, slots, cell)
+    if kind == "hybrid":
+        _hybrid_scales(node, slots, cell)
+    if kind == "integer":
+        cell.integer = _integer_params(node, slots, cell)
+    return cell
+
+
+def _integer_weight_sums(node: Node, slots: _Slots, cell: _Cell) -> None:
+    """Row sums of the int8 weights (ReductionSumVector), for the zero-point corrections."""
+    for g in cell.gates:
+        cell.row_sums["x", g] = cell.w_x[g].sum(axis=1).astype(np.int64)
+        cell.row_sums["h", g] = cell.w_h[g].sum(axis=1).astype(np.int64)
+        if cell.w_aux:
+            cell.row_sums["aux", g] = cell.w_aux[g].sum(axis=1).astype(np.int64)
+    if cell.proj_w is not None:
+        cell.row_sums["proj", ""] = cell.proj_w.sum(axis=1).astype(np.int64)
+
+
+def _hybrid_scales(node: Node, slots: _Slots, cell: _Cell) -> None:
+    """The float32 scale of each int8 weight matrix (per-tensor, as GetTensorScale reads it)."""
+    for g in cell.gates:
+        cell.scale["x", g] = _F32(node.inputs[slots.w_x[g]].scale)
+        cell.scale["h", g] = _F32(node.inputs[slots.w_h[g]].scale)
+        if cell.w_aux:
+            cell.scale["aux", g] = _F32(node.inputs[slots.w_aux[g]].scale)
+    if cell.proj_w is not None:
+        cell.scale["proj", ""] = _F32(node.inputs[slots.proj_w].scale)
+
+
+def _multiplier(real: float | np.floating) -> tuple[int, int]:
+    """QuantizeMultiplier of a float32 value (widened to double, as the C++ call does)."""
+    m, s = quant.quantize_multiplier(np.float64(_F32(real)))
+    return int(m), int(s)
+
+
+def _integer_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
+    """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias, with the
+    same float32 / double arithmetic (the multipliers' low bits depend on it)."""
+    intermediates = [node.graph.tensors[i] for i in node.op.intermediates]
+    if len(intermediates) != 5:
+        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16), got {len(intermediates)}"
+                         + (" (the 12-intermediate 8x8->8 kernel is not supported)" if len(intermediates) == 12 else ""))
+    if any(t.quantization is None for t in intermediates):
+        raise node.error("the integer LSTM's intermediate tensors must be quantized")
+    x_t, h_t, c_t, out_t = node.inputs[0], node.inputs[slots.h], node.inputs[slots.c], node.outputs[0]
+    if np.dtype(c_t.dtype) != np.int16 or np.dtype(h_t.dtype) != np.int8:
+        raise node.error("the integer LSTM needs an int8 output state and an int16 cell state")
+    is_pot, cell_scale = quant.checked_log2(c_t.scale)
+    if not is_pot:
+        raise node.error(f"the cell state scale {c_t.scale} must be a power of two")
+    if not 0 <= 15 + cell_scale <= 6:
+        raise node.error(f"cell state scale 2^{cell_scale}: the integer tanh needs 2^-15 .. 2^-9")
+    layer_norm = bool(cell.ln)
+    inter_scale = [_F32(t.scale) if layer_norm else _F32(2.0 ** -12) for t in intermediates[:4]]
+    hidden_scale, hidden_zp = _F32(intermediates[4].scale), intermediates[4].zero_point
+    in_scale, in_zp = _F32(x_t.scale), x_t.zero_point
+    state_scale, state_zp = _F32(h_t.scale), h_t.zero_point
+    p: dict[str, Any] = {"cell_scale": cell_scale, "hidden_zp": hidden_zp, "state_zp": state_zp}
+    for g in cell.gates:
+        k = _GATE_INDEX[g]
+        p["x", g] = _multiplier(_F32(node.inputs[slots.w_x[g]].scale) * in_scale / inter_scale[k])
+        p["h", g] = _multiplier(_F32(node.inputs[slots.w_h[g]].scale) * state_scale / inter_scale[k])
+        if g in cell.w_c:
+            p["c", g] = _multiplier(2.0 ** cell_scale * np.float64(_F32(node.inputs[slots.w_c[g]].scale))
+                                    / np.float64(inter_scale[k]))
+        bias = np.asarray(cell.bias[g], np.int64)
+        p["bias_x", g] = (0 if layer_norm else bias) - in_zp * cell.row_sums["x", g]
+        p["bias_h", g] = -state_zp * cell.row_sums["h", g]
+        if layer_norm:
+            ln_scale = _F32(node.inputs[slots.ln[g]].scale)
+            p["ln", g] = _multiplier(ln_scale)
+            p["guard", g] = max(1, int(_F32(10000) * ln_scale))
+    p["hidden"] = _multiplier(2.0 ** -15 / np.float64(hidden_scale) * 2.0 ** -15)
+    if cell.proj_w is not None:
+        p["proj"] = _multiplier(_F32(node.inputs[slots.proj_w].scale) * hidden_scale / state_scale)
+        proj_b = 0 if cell.proj_b is None else np.asarray(cell.proj_b, np.int64)
+        p["bias_proj"] = proj_b + hidden_zp * cell.row_sums["proj", ""]
+    opts = op_options(node)
+    p["cell_clip"] = (int(np.clip(_F32(opts.cell_clip) / _F32(c_t.scale), -32768, 32767))
+                      if opts.cell_clip > 0 else 0)
+    p["proj_clip"] = (int(np.clip(_F32(opts.proj_clip) / _F32(out_t.scale), -128, 127))
+                      if opts.proj_clip > 0 else 0)
+    if cell.w_c and cell.n_output > cell.n_cell:
+        raise node.error("integer peephole with n_output > n_cell: LiteRT reads past its peephole weights")
+    return p
+
+
+def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str) -> _Cell:
+    if _constant_operands(node, slots):
+        return node.memo(key, lambda: _read_cell(node, inputs, slots))
+    return _read_cell(node, inputs, slots)
+
+
+# -- shared maths -------------------------------------------------------------------------------
+
+def apply_activation(x: np.ndarray, act: ir.Activation | int) -> np.ndarray:
+    """tensor_utils::ApplyActivationToVector on float32 values (TANH: Eigen's, see ``eigen_tanh``)."""
+    act = ir.Activation(int(act))
+    if act == ir.Activation.NONE:
+        return x
+    if act == ir.Activation.RELU:
+        return np.maximum(x, _F32(0))
+    if act == ir.Activation.RELU_N1_TO_1:
+        return np.clip(x, _F32(-1), _F32(1))
+    if act == ir.Activation.RELU6:
+        return np.clip(x, _F32(0), _F32(6))
+    if act == ir.Activation.TANH:
+        return eigen_tanh(x)
+    return np.signbit(x).astype(_F32)  # SIGN_BIT
+
+
+def _horner(x: np.ndarray, coefficients: Sequence[float]) -> np.ndarray:
+    """Eigen's ppolevl without FMA: ((c0 * x + c1) * x + c2) ..., each step rounded to float32."""
+    r = np.full_like(x, _F32(coefficients[0]))
+    for c in coefficients[1:]:
+        r = r * x + _F32(c)
+    return r
+
+
+def eigen_tanh(x: np.ndarray) -> np.ndarray:
+    """Eigen's float tanh as LiteRT's x86 build runs it (``ptanh_float``, EIGEN_FAST_MATH, no FMA):
+    a [9/8] rational approximation of the input clamped to +-7.90738964, bit-exact with LiteRT's
+    ApplyTanhToVector."""
+    c = _F32(7.90738964080810547)
+    x = np.minimum(np.maximum(np.asarray(x, _F32), -c), c)
+    x2 = x * x
+    p = _horner(x2, (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1))
+    q = _horner(x2, (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0))
+    return (x2 * x * p + x) / q
+
+
+def _exp2f_table() -> np.ndarray:
+    """glibc's __exp2f_data.tab: the bits of 2^(i/32), correctly rounded, minus i << 47."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        bits = [np.float64(float((Decimal(i) / 32 * Decimal(2).ln()).exp())).view(np.uint64) for i in range(32)]
+    return np.array(bits, np.uint64) - (np.arange(32, dtype=np.uint64) << np.uint64(47))
+
+
+_EXP2F_TAB = _exp2f_table()
+_EXPF_INV_LN2_N = np.float64(float.fromhex("0x1.71547652b82fep+0") * 32)
+_EXPF_SHIFT = np.float64(float.fromhex("0x1.8p+52"))
+_EXPF_POLY = tuple(np.float64(float.fromhex(c) / 32 ** k)
+                   for c, k in (("0x1.c6af84b912394p-5", 3), ("0x1.ebfce50fac4f3p-3", 2), ("0x1.62e42ff0c52d6p-1", 1)))
+
+
+def glibc_expf(x: np.ndarray) -> np.ndarray:
+    """glibc's expf (2.27+) for float32 x <= 88: 2^(k/32) from a table times a cubic in double,
+    rounded once to float32 (0 below log(2^-150)). It differs from the correctly rounded exp in
+    about 0.05% of inputs; it matched this machine's libm expf on 400k samples."""
+    x = np.asarray(x, _F32)
+    z = _EXPF_INV_LN2_N * np.maximum(x, _F32(-110)).astype(np.float64)
+    shift = _EXPF_SHIFT
+    kd = z + shift
+    ki = kd.view(np.uint64)
+    r = z - (kd - shift)
+    s = (_EXP2F_TAB[ki % np.uint64(32)] + (ki << np.uint64(47))).view(np.float64)
+    c0, c1, c2 = _EXPF_POLY
+    y = (c0 * r + c1) * (r * r) + (c2 * r + 1)
+    return np.where(x < _F32(float.fromhex("-0x1.9fe368p6")), _F32(0), (y * s).astype(_F32))
+
+
+def eigen_scalar_elements(n: int, start: int | np.ndarray, packet: int = 4) -> np.ndarray:
+    """Which of ``n`` floats starting ``start`` floats past a 64-byte aligned address (a mask per
+    start) Eigen's vectorised assignment computes one by one in LiteRT's SSE build: the head before
+    the first 16-byte aligned element and the tail after the last full 4-float packet."""
+    start = np.asarray(start)[..., None]
+    head = np.minimum((packet - start % packet) % packet, n)
+    body = (n - head) // packet * packet
+    i = np.arange(n)
+    return (i < head) | (i >= head + body)
+
+
+def eigen_logistic(x: np.ndarray, scalar: np.ndarray | None = None) -> np.ndarray:
+    """Eigen's float logistic as LiteRT's ApplySigmoidToVector computes it: on vectorised elements
+    ``scalar_logistic_op<float>::packetOp`` (no FMA: exp(x/2)^2 from Cephes' range reduction and a
+    degree-5 polynomial, then e / (1 + e)); on the ``scalar`` elements (the head and tail Eigen's
+    alignment peeling leaves, see ``eigen_scalar_elements``) std::exp(x) / (1 + std::exp(x))."""
+    x = np.asarray(x, _F32)
+    half = np.minimum(x, _F32(16.6355324)) * _F32(0.5)
+    m = np.floor(half * _F32(1.44269504088896341) + _F32(0.5))
+    r = m * _F32(-0.693359375) + half
+    r = m * _F32(2.12194440e-4) + r
+    r2 = r * r
+    p_even = r2 * _F32(4.1898667812347412109375e-2) + _F32(0.49999141693115234375)
+    p_odd = r2 * _F32(8.33471305668354034423828125e-3) + _F32(0.16666877269744873046875)
+    p = r2 * (r * p_odd + p_even) + (r + _F32(1))
+    e = np.ldexp(p, m.astype(np.int32))
+    e = e * e
+    out = np.where(x < _F32(-104), _F32(0), e / (_F32(1) + e)).astype(_F32)
+    if scalar is not None and scalar.any():  # Eigen's scalar path: std::exp, then e / (1 + e)
+        e = glibc_expf(np.minimum(x, _F32(16.6355324)))
+        out = np.where(scalar, e / (_F32(1) + e), out).astype(_F32)
+    return out
+
+
+def sequential_sum(x: np.ndarray) -> np.ndarray:
+    """Left-to-right float32 sum over the last axis, as a plain C loop adds (cumsum is sequential)."""
+    return np.cumsum(x, axis=-1, dtype=_F32)[..., -1]
+
+
+def _mean_stddev_normalization(x: np.ndarray) -> np.ndarray:
+    """tensor_utils::MeanStddevNormalization over the last axis (the portable loop, in float32)."""
+    n = _F32(x.shape[-1])
+    mean = (sequential_sum(x) / n)[..., None]
+    diff = x - mean
+    variance = sequential_sum(diff * diff) / n
+    return diff * (_F32(1) / np.sqrt(variance + _F32(1e-8)))[..., None]
+
+
+def _clip(x: np.ndarray, limit: float) -> np.ndarray:
+    """CwiseClipping: clamp to [-limit, limit] when limit > 0."""
+    return np.clip(x, -limit, limit) if limit > 0 else x
+
+
+def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """BatchQuantizeFloats over the rows of ``x``: (int8, float32 scaling factors, zero points or None)."""
+    if asymmetric:
+        return quant.asymmetric_quantize_rows(x)
+    q, scale = quant.symmetric_quantize_rows(x)
+    return q, scale, None
+
+
+def hybrid_matmul(q: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, w: np.ndarray,
+                  w_scale: np.float32, row_sums: np.ndarray) -> np.ndarray:
+    """The hybrid MatrixBatchVectorMultiplyAccumulate term: int32 dot products (minus
+    ``row_sums * zero_point`` when asymmetric) times ``scaling_factor * weight_scale`` in float32."""
+    dot = q.astype(np.float64) @ w.T  # exact: int8 products summed well below 2^53
+    if zero_point is not None:
+        dot -= row_sums * zero_point[..., None].astype(np.float64)
+    return dot.astype(_F32) * (scale * w_scale)[..., None]
+
+
+# -- float and hybrid steps ---------------------------------------------------------------------
+
+_OPTIONS_CLASS = {"LSTM": "LSTMOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+                  "BIDIRECTIONAL_SEQUENCE_LSTM": "BidirectionalSequenceLSTMOptions", "RNN": "RNNOptions",
+                  "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions", "SVDF": "SVDFOptions"}
+
+
+def op_options(node: Node) -> Any:
+    """The recurrent op's options, or the schema defaults when the model stores none."""
+    if node.options is not None:
+        return node.options
+    return options_mod.OPTIONS[_OPTIONS_CLASS[node.op.name]]()
+
+
+@dataclass
+class _Options:
+    """The op options one direction runs with, and which sigmoid elements Eigen computes one by one."""
+
+    activation: ir.Activation
+    cell_clip: float
+    proj_clip: float
+    asymmetric: bool
+    scalar: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _options(node: Node) -> _Options:
+    o = op_options(node)
+    return _Options(ir.Activation(int(o.fused_activation_function)), float(_F32(o.cell_clip)),
+                    float(_F32(o.proj_clip)), bool(getattr(o, "asymmetric_quantize_inputs", False)))
+
+
+def _finish_gate(cell: _Cell, g: str, acc: np.ndarray, c: np.ndarray, opts: _Options) -> np.ndarray:
+    """Peephole, layer norm (+ bias), activation: the tail of CalculateLstmGate{Float,Hybrid}."""
+    if g in cell.w_c:
+        acc = acc + cell.w_c[g] * c
+    if cell.ln:
+        acc = _mean_stddev_normalization(acc) * cell.ln[g] + cell.bias[g]
+    return apply_activation(acc, opts.activation) if g == "c" else eigen_logistic(acc, opts.scalar.get(g))
+
+
+def _update_cell(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, opts: _Options) -> np.ndarray:
+    """UpdateLstmCellFloat: forget * cell + input * cell_gate (CIFG: input = 1 - forget), clipped."""
+    i = _F32(1) - gate["f"] if cell.cifg else gate["i"]
+    return _clip(gate["f"] * c + gate["c"] * i, opts.cell_clip)
+
+
+def _hidden(gate: dict[str, np.ndarray], c: np.ndarray, opts: _Options) -> np.ndarray:
+    """output_gate * activation(cell); with activation NONE LiteRT multiplies the cell gate instead."""
+    return gate["o"] * (gate["c"] if opts.activation == ir.Activation.NONE else apply_activation(c, opts.activation))
+
+
+def _run_float(cell: _Cell, x: np.ndarray, aux: np.ndarray | None, h: np.ndarray, c: np.ndarray,
+               reverse: bool, opts: _Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """EvalFloat over time-major ``x`` [T, B, n_input]: (outputs [T, B, n_output], h, c)."""
+    pre = {}
+    for g in cell.gates:
+        acc = x @ cell.w_x[g].T
+        if aux is not None and cell.w_aux:
+            acc = acc + aux @ cell.w_aux[g].T
+        pre[g] = acc if cell.ln else cell.bias[g] + acc
+    out = np.empty((x.shape[0], x.shape[1], cell.n_output), _F32)
+    for t in _time_steps(x.shape[0], reverse):
+        gate = {}
+        for g in cell.gates:
+            if g == "o":
+                c = _update_cell(cell, gate, c, opts)
+            rec = h * cell.w_h[g] if cell.diagonal else h @ cell.w_h[g].T
+            gate[g] = _finish_gate(cell, g, pre[g][t] + rec, c, opts)
+        hidden = _hidden(gate, c, opts)
+        if cell.proj_w is not None:
+            hidden = hidden @ cell.proj_w.T
+            if cell.proj_b is not None:
+                hidden = cell.proj_b + hidden
+            hidden = _clip(hidden, opts.proj_clip)
+        h = out[t] = hidden
+    return out, h, c
+
+
+def _run_hybrid(cell: _Cell, x: np.ndarray, aux: np.ndarray | None, h: np.ndarray, c: np.ndarray,
+                reverse: bool, opts: _Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """EvalHybrid over time-major ``x``: inputs quantized per row for all steps at once, the output
+    state per step; gate = bias + x-term + aux-term + h-term (+ peephole), in float32."""
+    terms = {g: [] for g in cell.gates}
+    sources = [("x", x)] + ([("aux", aux)] if aux is not None and cell.w_aux else [])
+    for name, v in sources:
+        q, sf, zp = quantize_rows(v, opts.asymmetric)
+        w = cell.w_x if name == "x" else cell.w_aux
+        for g in cell.gates:
+            terms[g].append(hybrid_matmul(q, sf, zp, w[g], cell.scale[name, g], cell.row_sums[name, g]))
+    out = np.empty((x.shape[0], x.shape[1], cell.n_output), _F32)
+    for t in _time_steps(x.shape[0], reverse):
+        qh, sfh, zph = quantize_rows(h, opts.asymmetric)
+        gate = {}
+        for g in cell.gates:
+            if g == "o":
+                c = _update_cell(cell, gate, c, opts)
+            acc = np.zeros_like(h, shape=(h.shape[0], cell.n_cell)) if cell.ln else cell.bias[g]
+            for term in terms[g]:
+                acc = acc + term[t]
+            acc = acc + hybrid_matmul(qh, sfh, zph, cell.w_h[g], cell.scale["h", g], cell.row_sums["h", g])
+            gate[g] = _finish_gate(cell, g, acc, c, opts)
+        hidden = _hidden(gate, c, opts)
+        if cell.proj_w is not None:
+            qp, sfp, zpp = quantize_rows(hidden, opts.asymmetric)
+            proj = hybrid_matmul(qp, sfp, zpp, cell.proj_w, cell.scale["proj", ""], cell.row_sums["proj", ""])
+            hidden = _clip(proj if cell.proj_b is None else cell.proj_b + proj, opts.proj_clip)
+        h = out[t] = hidden
+    return out, h, c
+
+
+# -- integer (8x8 -> 16) step -------------------------------------------------------------------
+
+def _clamp16(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, quant.INT16_MIN, quant.INT16_MAX)
+
+
+def _mbqm(x: np.ndarray, ms: tuple[int, int]) -> np.ndarray:
+    return quant.multiply_by_quantized_multiplier(quant.wrap_int(x), ms[0], ms[1])
+
+
+def _gate_matmul(v: np.ndarray, w: np.ndarray, bias: np.ndarray, ms: tuple[int, int]) -> np.ndarray:
+    """MatrixBatchVectorMultiplyAccumulate (int8 x int8 + effective bias, rescaled) before the
+    saturating add into the gate."""
+    return _mbqm((v.astype(np.float64) @ w.T).astype(np.int64) + bias, ms)
+
+
+def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
+    """C integer division (truncates toward zero)."""
+    return np.where(a >= 0, a // b, -((-a) // b))
+
+
+def _layer_norm_int16(x: np.ndarray, w: np.ndarray, bias: np.ndarray, ms: tuple[int, int],
+                      guard: int) -> np.ndarray:
+    """tensor_utils::ApplyLayerNorm on int16 rows (last axis): mean and variance in int64, the
+    inverse standard deviation from GetInvSqrtQuantizedMultiplierExp, output in Q3.12."""
+    n = x.shape[-1]
+    total = x.sum(axis=-1)
+    mean = _trunc_div(total * 1024, n)
+    variance = (x * x).sum(axis=-1) * ((1 << 20) // n) - mean * mean
+    variance = quant.wrap_int(_trunc_div(variance, 1 << 20))
+    variance = np.where(variance < 1, guard, variance)
+    inv_m, inv_s = quant.get_inv_sqrt_quantized_multiplier_exp(variance, -1)
+    rescaled = quant.multiply_by_quantized_multiplier(
+        quant.wrap_int(1024 * x - mean[..., None]), inv_m[..., None], inv_s[..., None])
+    val3 = quant.wrap_int(rescaled * np.asarray(w, np.int64) + np.asarray(bias, np.int64))
+    val4 = _trunc_div(val3 + np.where(val3 > 0, 512, -512), 1024)
+    return _clamp16(quant.multiply_by_quantized_multiplier(quant.wrap_int(val4), ms[0], ms[1] + 12))
+
+
+def _peephole_int16(w: np.ndarray, c: np.ndarray, ms: tuple[int, int], n_output: int, flat: bool) -> np.ndarray:
+    """VectorBatchVectorCwiseProductAccumulate as the integer gate calls it, over ``n_output`` (not
+    n_cell) elements per batch row: of the flat cell state when the batch runs as one (time-major),
+    of each row's start when LiteRT steps batch rows one by one (batch-major); zeros elsewhere. The
+    two agree when n_output == n_cell."""
+    term = np.zeros(c.shape, np.int64)
+    if flat:
+        used = c.shape[0] * n_output
+        term.reshape(-1)[:used] = _mbqm(w[np.arange(used) % n_output] * c.reshape(-1)[:used], ms)
+    else:
+        term[:, :n_output] = _mbqm(w[:n_output] * c[:, :n_output], ms)
+    return term
+
+
+def _run_integer(cell: _Cell, x: np.ndarray, h: np.ndarray, c: np.ndarray, reverse: bool,
+                 time_major: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """EvalInteger8x8_16 over time-major int8 ``x``: gates in Q3.12, sigmoid/tanh in Q0.15, cell
+    state int16 at 2^cell_scale, output state int8 (``time_major``: how LiteRT walked the batch)."""
+    p = cell.integer
+    xs = np.asarray(x, np.int64)
+    pre = {g: _clamp16(_gate_matmul(xs, cell.w_x[g], p["bias_x", g], p["x", g])) for g in cell.gates}
+    h = np.asarray(h, np.int64)
+    c = np.asarray(c, np.int64)
+    out = np.empty((x.shape[0], x.shape[1], cell.n_output), np.int8)
+    cell_scale = p["cell_scale"]
+    for t in _time_steps(x.shape[0], reverse):
+        gate = {}
+        for g in cell.gates:
+            if g == "o":
+                c = _update_cell_int16(cell, gate, c, p)
+            acc = _clamp16(_gate_matmul(h, cell.w_h[g], p["bias_h", g], p["h", g]) + pre[g][t])
+            if g in cell.w_c:
+                acc = _clamp16(_peephole_int16(cell.w_c[g], c, p["c", g], cell.n_output, time_major) + acc)
+            if cell.ln:
+                acc = _layer_norm_int16(acc, cell.ln[g], cell.bias[g], p["ln", g], p["guard", g])
+            gate[g] = quant.tanh_gemmlowp_int16(acc, 3) if g == "c" else quant.logistic_int16(acc, 3)
+        tanh_c = quant.tanh_gemmlowp_int16(c, 15 + cell_scale)
+        hidden = _mbqm(gate["o"] * tanh_c, p["hidden"])
+        if cell.proj_w is not None:
+            hidden = np.clip(hidden - p["hidden_zp"], -128, 127)
+            hidden = np.clip(_gate_matmul(hidden, cell.proj_w, p["bias_proj"], p["proj"]) + p["state_zp"],
+                             -128, 127)
+            if p["proj_clip"] > 0:
+                hidden = np.clip(hidden, -p["proj_clip"], p["proj_clip"])
+        else:
+            hidden = np.clip(hidden + p["hidden_zp"], -128, 127)
+        h = hidden
+        out[t] = hidden
+    return out, h, c
+
+
+def _update_cell_int16(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    """UpdateLstmCellInteger: CwiseMul(forget, cell) >> 15 plus CwiseMul(input, cell_gate) >>
+    (30 + cell_scale), saturating, clipped."""
+    kept = quant.wrap_int(quant.rounding_divide_by_pot(gate["f"] * c, 15), 16)
+    i = quant.INT16_MAX - gate["f"] if cell.cifg else gate["i"]
+    added = quant.wrap_int(quant.rounding_divide_by_pot(i * gate["c"], 30 + p["cell_scale"]), 16)
+    c = _clamp16(kept + added)
+    clip = p["cell_clip"]
+    return np.clip(c, -clip, clip) if clip > 0 else c
+
+
+# -- driving one direction ----------------------------------------------------------------------
+
+def _scalar_sigmoid(cell: _Cell, batch: int, time_major: bool) -> dict[str, np.ndarray]:
+    """Per sigmoid gate, the [batch, n_cell] elements LiteRT's Eigen logistic computes one by one
+    (``eigen_scalar_elements``): its scratch holds the gates at multiples of batch * n_cell floats
+    (input, cell, forget, output; CIFG: cell, forget, output) and activates a gate at once
+    (time-major) or row by row (batch-major)."""
+    order = ("c", "f", "o") if cell.cifg else ("i", "c", "f", "o")
+    n, size = cell.n_cell, batch * cell.n_cell
+    masks = {}
+    for g in ("i", "f", "o"):
+        if g in order:
+            base = order.index(g) * size
+            if time_major:
+                masks[g] = eigen_scalar_elements(size, base).reshape(batch, n)
+            else:
+                masks[g] = eigen_scalar_elements(n, base + n * np.arange(batch))
+    return masks
+
+
+def _time_steps(n: int, reverse: bool) -> range:
+    return range(n - 1, -1, -1) if reverse else range(n)
+
+
+def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str, x: np.ndarray,
+               aux: np.ndarray | None, reverse: bool, time_major: bool = True) -> np.ndarray:
+    """Run one direction over time-major ``x`` and write its final states back; returns [T, B, n_output]."""
+    cell = _cell(node, inputs, slots, key)
+    batch = x.shape[1]
+    h_t, c_t = node.inputs[slots.h], node.inputs[slots.c]
+    if h_t is None or c_t is None:
+        raise node.error("the output state and cell state operands are required")
+    h0, c0 = inputs[slots.h], inputs[slots.c]
+    if h0 is None or h0.size != batch * cell.n_output or c0 is None or c0.size != batch * cell.n_cell:
+        raise node.error(f"state sizes must be batch x n_output ({batch} x {cell.n_output}) and "
+                         f"batch x n_cell ({batch} x {cell.n_cell})")
+    h0, c0 = h0.reshape(batch, cell.n_output), c0.reshape(batch, cell.n_cell)
+    opts = _options(node)
+    if cell.kind == "integer":
+        out, h, c = _run_integer(cell, x, h0, c0, reverse, time_major)
+    else:
+        if cell.diagonal and opts.activation == ir.Activation.NONE:
+            raise node.error("diagonal recurrent weights with activation NONE are not supported")
+        opts.scalar = _scalar_sigmoid(cell, batch, time_major)
+        run = _run_float if cell.kind == "float" else _run_hybrid
+        out, h, c = run(cell, np.asarray(x, _F32), None if aux is None else np.asarray(aux, _F32),
+                        np.asarray(h0, _F32), np.asarray(c0, _F32), reverse, opts)
+    assign_state(node, slots.h, h)
+    assign_state(node, slots.c, c)
+    return out
+
+
+def assign_state(node: Node, k: int, value: np.ndarray) -> None:
+    """Write state operand ``k`` (a variable tensor) back in its own type and shape, so it persists
+    across invokes (the executor's ``assign``; skipped when a kernel runs without one)."""
+    t = node.inputs[k]
+    if node.context is not None:
+        node.context.assign(node.op.inputs[k], np.asarray(value).astype(t.dtype).reshape(t.shape))
+
+
+def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
+    return x if time_major else np.swapaxes(x, 0, 1)
+
+
+def _check_output(node: Node, out: np.ndarray) -> np.ndarray:
+    dtype = np.dtype(node.outputs[0].dtype)
+    if np.dtype(out.dtype) != dtype:
+        raise node.error(f"output type {dtype} does not match the kernel's {out.dtype}")
+    return out
+
+
+# -- the ops ------------------------------------------------------------------------------------
+
+@register("LSTM")
+def lstm(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
+    """LSTM (full kernel, 20 or 24 operands): one step over [batch, n_input]."""
+    opts = op_options(node)
+    if int(opts.kernel_type) != 0:
+        raise node.error("the BASIC LSTM kernel (kernel_type 1) is not supported")
+    if len(node.op.inputs) not in (20, 24) or len(node.outputs) != 1:
+        raise node.error("the full LSTM kernel takes 20 or 24 inputs and one output")
+    x = inputs[0]
+    if x.ndim != 2:
+        raise node.error(f"LSTM input must be [batch, n_input], got {x.shape}")
+    slots = _FULL_LN if len(node.op.inputs) == 24 else _FULL
+    return _check_output(node, _direction(node, inputs, slots, "cell", x[None], None, False)[0])
+
+
+@register("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def unidirectional_sequence_lstm(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
+    """UNIDIRECTIONAL_SEQUENCE_LSTM over [batch, time, n_input] (time_major: [time, batch, n_input])."""
+    if len(node.op.inputs) not in (20, 24):
+        raise node.error("UNIDIRECTIONAL_SEQUENCE_LSTM takes 20 or 24 inputs")
+    x = inputs[0]
+    if x.ndim != 3:
+        raise node.error(f"input must be 3-D, got {x.shape}")
+    time_major = bool(op_options(node).time_major)
+    slots = _FULL_LN if len(node.op.inputs) == 24 else _FULL
+    out = _direction(node, inputs, slots, "cell", _time_major(x, time_major), None, False, time_major)
+    return _check_output(node, np.ascontiguousarray(_time_major(out, time_major)))
+
+
+@register("BIDIRECTIONAL_SEQUENCE_LSTM")
+def bidirectional_sequence_lstm(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """BIDIRECTIONAL_SEQUENCE_LSTM: a forward and a backward (reversed in time) pass; merge_outputs
+    concatenates them along the last axis. Auxiliary input: with aux weights it feeds both cells
+    (cross links); without, it is the backward cell's input."""
+    opts = op_options(node)
+    if len(node.op.inputs) != 48:
+        raise node.error("BIDIRECTIONAL_SEQUENCE_LSTM takes 48 inputs")
+    x = inputs[0]
+    if x.ndim != 3 or np.dtype(x.dtype) != np.float32:
+        raise node.error(f"input must be 3-D float32, got {x.dtype} {x.shape}")
+    time_major = bool(opts.time_major)
+    aux = inputs[39]
+    use_aux_weights = inputs[41] is not None
+    bw_x = aux if aux is not None and not use_aux_weights else x
+    real_aux = aux if use_aux_weights else None
+    if use_aux_weights and aux is None:
+        raise node.error("auxiliary weights need an auxiliary input")
+    xs = _time_major(x, time_major)
+    aux_tm = None if real_aux is None else _time_major(real_aux, time_major)
+    fw = _direction(node, inputs, _BIDI_FW, "fw", xs, aux_tm, False, time_major)
+    bw = _direction(node, inputs, _BIDI_BW, "bw", _time_major(bw_x, time_major), aux_tm, True, time_major)
+    if opts.merge_outputs:
+        return [_check_output(node, np.ascontiguousarray(_time_major(np.concatenate([fw, bw], axis=-1),
+                                                                      time_major)))]
+    return [np.ascontiguousarray(_time_major(fw, time_major)), np.ascontiguousarray(_time_major(bw, time_major))]
