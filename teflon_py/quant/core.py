@@ -1,0 +1,240 @@
+"""Requantization maths of TFLite's integer kernels: multipliers, rounding, activation ranges.
+
+Mirrors ``kernels/internal/common.h`` and ``quantization_util.cc`` (double rounding, the
+reference kernels' default): ``quantize_multiplier`` turns a real scale into an int32 fixed-point
+multiplier and a power-of-two shift; ``multiply_by_quantized_multiplier`` applies it exactly as the
+integer kernels do. Also how each op family derives its multipliers (``conv_output_multipliers``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from teflon_py import ir
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+#: (min, max) of each quantized storage type.
+QRANGE = {
+    np.dtype(np.int8): (-128, 127),
+    np.dtype(np.uint8): (0, 255),
+    np.dtype(np.int16): (-32768, 32767),
+    np.dtype(np.int32): (INT32_MIN, INT32_MAX),
+}
+
+
+def round_half_away(x: np.ndarray | float) -> np.ndarray:
+    """C's ``std::round`` (TfLiteRound): halves away from zero, unlike ``np.round``."""
+    x = np.asarray(x)
+    if x.dtype.kind == "f" and x.itemsize < 8:  # |x| + 0.5 must be exact: widen float16/32 first
+        return round_half_away(x.astype(np.float64)).astype(x.dtype)
+    t = np.trunc(x)  # x - trunc(x) is exact; floor(|x| + 0.5) is not (0.49999999999999994, odd 2^52 + 1)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: both comparisons False, t (inf) is kept
+        frac = x - t
+    return t + (frac >= 0.5) - (frac <= -0.5)
+
+
+def quantize_multiplier(real: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Real multiplier(s) -> (int32 multiplier in [2^30, 2^31), int shift), TFLite's QuantizeMultiplier."""
+    real = np.asarray(real, np.float64)
+    mantissa, shift = np.frexp(real)
+    q = round_half_away(mantissa * float(1 << 31)).astype(np.int64)
+    carry = q == (1 << 31)
+    q = np.where(carry, q // 2, q)
+    shift = np.where(carry, shift + 1, shift).astype(np.int64)
+    tiny = shift < -31
+    q = np.where(tiny, 0, q)
+    shift = np.where(tiny, 0, shift)
+    zero = real == 0.0
+    q = np.where(zero, 0, q).astype(np.int32)
+    shift = np.where(zero, 0, shift).astype(np.int32)
+    return q, shift
+
+
+def saturating_rounding_doubling_high_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int32 values (returned as int64)."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    ab = a * b
+    nudged = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    high = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))  # C division truncates
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
+
+
+def rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero."""
+    x = np.asarray(x, np.int64)
+    exponent = np.asarray(exponent, np.int64)
+    mask = (np.int64(1) << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def _wrap_int32(x: np.ndarray) -> np.ndarray:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier for int32 ``x``; broadcasts per-channel pairs."""
+    shift = np.asarray(shift, np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    scaled = _wrap_int32(np.asarray(x, np.int64) << left)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scaled, multiplier), right)
+
+
+def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """The int64-accumulator variant (16x8 kernels): round(x * m / 2^(31 - shift))."""
+    x = np.asarray(x, np.int64)
+    multiplier = np.asarray(multiplier, np.int64)
+    total_shift = 31 - np.asarray(shift, np.int64)
+    # reduced to 16 bits, as TFLite does for int64 inputs; multipliers from 0x7FFF0000 up cap at 0x7FFF
+    m = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
+    total_shift = total_shift - 16
+    rounding = np.int64(1) << (total_shift - 1)
+    return (x * m + rounding) >> total_shift
+
+
+def activation_range(activation: ir.Activation | int, dtype: np.dtype, scale: float = 1.0, zero_point: int = 0) -> tuple[float, float] | tuple[int, int]:
+    """Clamp bounds of a fused activation: floats for float tensors, ints for quantized ones."""
+    act = ir.Activation(int(activation))
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return {
+            ir.Activation.NONE: (-np.inf, np.inf),
+            ir.Activation.RELU: (0.0, np.inf),
+            ir.Activation.RELU6: (0.0, 6.0),
+            ir.Activation.RELU_N1_TO_1: (-1.0, 1.0),
+        }.get(act, (-np.inf, np.inf))
+    qmin, qmax = QRANGE[dtype]
+
+    def q(real: float) -> int:
+        return zero_point + int(round_half_away(np.float32(real) / np.float32(scale)))
+
+    if act == ir.Activation.RELU:
+        return max(qmin, q(0.0)), qmax
+    if act == ir.Activation.RELU6:
+        return max(qmin, q(0.0)), min(qmax, q(6.0))
+    if act == ir.Activation.RELU_N1_TO_1:
+        return max(qmin, q(-1.0)), min(qmax, q(1.0))
+    return qmin, qmax
+
+
+def quantize(real: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int, dtype: np.dtype) -> np.ndarray:
+    """Float -> quantized as TFLite's AffineQuantize: round(x / scale) + zero point, clamped."""
+    qmin, qmax = QRANGE[np.dtype(dtype)]
+    q = round_half_away(np.asarray(real, np.float32) / np.asarray(scale, np.float32)) + np.asarray(zero_point)
+    return np.clip(q, qmin, qmax).astype(dtype)
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int) -> np.ndarray:
+    """Quantized -> float32: scale * (q - zero point)."""
+    return (np.asarray(scale, np.float32) * (np.asarray(q, np.int32) - np.asarray(zero_point, np.int32)).astype(np.float32)).astype(np.float32)
+
+# -- requantization of convolution / matmul accumulators (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)
+#
+# LiteRT 2.x's reference kernels requantize these three ops in three different ways (each pinned
+# by tests/ops/test_conv.py / test_fully_connected.py probes that separate them):
+#   int8 CONV_2D / DEPTHWISE_CONV_2D (per tensor or per channel): fixed-point multiplier from
+#       double(in_scale) * double(w_scale) / double(out_scale), gemmlowp double rounding;
+#   uint8 CONV_2D / DEPTHWISE_CONV_2D: fixed-point multiplier from the float32 product
+#       in_scale * w_scale (GetQuantizedConvolutionMultipler), gemmlowp double rounding;
+#   FULLY_CONNECTED (int8 per tensor or per channel, uint8): no fixed point at all -- the reference
+#       kernel computes round(double(acc) * (double(in) * double(w) / double(out))) in double.
+
+#: ops whose multipliers ``conv_output_multipliers`` derives, as LiteRT's Prepare does for each
+#: (TRANSPOSE_CONV's Prepare calls the same PopulateConvolutionQuantizationParams as CONV_2D).
+_CONV_FAMILY = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
+
+
+def conv_output_multipliers(opcode: str, input: ir.Tensor, weight: ir.Tensor,
+                            output: ir.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 multiplier, int32 shift) arrays, one per weight scale, that LiteRT derives for ``opcode``.
+
+    LiteRT has two formulas and picks one per input type; the quantized multipliers differ in
+    their low bits: PopulateConvolutionQuantizationParams (int8/int16 inputs, per tensor or per
+    channel) computes ``double(in_scale) * double(w_scale) / double(out_scale)``;
+    GetQuantizedConvolutionMultipler (uint8 inputs) multiplies the two float32 scales in float32
+    first. FULLY_CONNECTED uses no multiplier: see ``fully_connected_output_scales``.
+    """
+    if opcode not in _CONV_FAMILY:
+        raise ValueError(f"conv_output_multipliers: no LiteRT fixed-point rule for {opcode}")
+    in_scale = np.float32(input.scale)
+    w_scales = np.asarray(weight.quantization.scale, np.float32)
+    out_scale = np.float64(np.float32(output.scale))
+    if np.dtype(input.dtype) == np.uint8:
+        effective = (in_scale * w_scales).astype(np.float64) / out_scale
+    else:
+        effective = np.float64(in_scale) * w_scales.astype(np.float64) / out_scale
+    return quantize_multiplier(effective)
+
+
+def fully_connected_output_scales(input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> np.ndarray:
+    """float64 scale(s), one per weight scale, LiteRT's reference FULLY_CONNECTED multiplies by.
+
+    ``double(in_scale) * double(w_scale) / double(out_scale)``, evaluated left to right as the
+    kernel does (reference_ops / reference_integer_ops FullyConnected with float scales).
+    """
+    w_scales = np.asarray(weight.quantization.scale, np.float32).astype(np.float64)
+    return np.float64(np.float32(input.scale)) * w_scales / np.float64(np.float32(output.scale))
+
+
+def batch_matmul_output_multiplier(lhs: ir.Tensor, rhs: ir.Tensor, output: ir.Tensor) -> tuple[int, int]:
+    """(int32 multiplier, shift) of quantized BATCH_MATMUL: LiteRT's three-tensor
+    GetQuantizedConvolutionMultipler, ``double(float32(lhs_scale * rhs_scale)) / double(out_scale)``
+    (the product rounded to float32 first; pinned by tests/ops/test_batch_matmul.py's probe)."""
+    product = np.float64(np.float32(lhs.scale) * np.float32(rhs.scale))
+    multiplier, shift = quantize_multiplier(product / np.float64(np.float32(output.scale)))
+    return int(multiplier), int(shift)
+
+
+def requantize_scaled(acc: np.ndarray, scale: np.ndarray | float, zero_point: int, lo: int, hi: int,
+                      dtype: np.dtype) -> np.ndarray:
+    """int32 accumulators -> ``dtype`` as LiteRT's reference FULLY_CONNECTED: ``round(double(acc) *
+    scale)`` (C's round: halves away from zero), + zero point, clamp to [lo, hi]."""
+    y = round_half_away(np.asarray(acc, np.int64).astype(np.float64) * np.asarray(scale, np.float64))
+    y += zero_point
+    np.clip(y, lo, hi, out=y)
+    return y.astype(dtype)
+
+
+def requantize(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
+               lo: int, hi: int, dtype: np.dtype) -> np.ndarray:
+    """int32 accumulators -> ``dtype``: MultiplyByQuantizedMultiplier, + zero point, clamp to [lo, hi].
+
+    Same results as ``multiply_by_quantized_multiplier`` (tests hold them equal) in a few in-place
+    passes, because the fallback requantizes every conv output: for a multiplier m > 0 (every scale
+    here is positive), gemmlowp's SaturatingRoundingDoublingHighMul is ``(x*m + 2^30) >> 31``
+    (its negative nudge 1 - 2^30 with truncating division equals flooring with the nudge 2^30), and
+    RoundingDivideByPOT(y, r) for r > 0 is ``(y + 2^(r-1) - (y < 0)) >> r``. ``multiplier`` and
+    ``shift`` broadcast against ``acc`` (per-channel arrays along the last axis).
+    """
+    m = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    if np.any(m <= 0):  # the identities above need m > 0; keep the literal formula otherwise
+        y = multiply_by_quantized_multiplier(acc, m, shift)
+    else:
+        x = np.asarray(acc, np.int64)
+        left = np.maximum(shift, 0)
+        right = np.maximum(-shift, 0)
+        if np.any(left):
+            x = _wrap_int32(x << left)
+        y = x * m
+        y += np.int64(1 << 30)
+        y >>= np.int64(31)
+        negative = y >> np.int64(63)  # -1 where y < 0
+        negative &= -(right > 0).astype(np.int64)
+        y += negative
+        y += (np.int64(1) << right) >> np.int64(1)
+        y >>= right
+    y += np.int64(zero_point)
+    np.clip(y, lo, hi, out=y)
+    return y.astype(dtype)
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """TFLite's CheckedLog2: (x is a power of two within 1e-3 in log2, rounded log2), in float32."""
+    log2 = np.float32(np.log(np.float32(x))) * (np.float32(1) / np.float32(np.log(np.float32(2))))
+    rounded = np.float32(round_half_away(log2))
+    return bool(abs(log2 - rounded) < np.float32(1e-3)), int(rounded)
