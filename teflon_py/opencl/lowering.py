@@ -1,31 +1,202 @@
-"""Design notes for phase 2 (no code yet): IR operations -> KernelSpecs -> one LaunchList.
+"""The OpenCL lowering registry: per op, one translator that both decides support and builds.
 
-One translator per op, used both to decide support and to build (Teflon's rule; JAX-style: an
-op's check and lowering registered side by side, e.g. ``@lowering("CONV_2D")``). ``check``
-runs the same validation as ``lower`` without touching a device, and every refusal is a
-sentence a user can act on ("CONV_2D: filter is not constant", "int8 not lowered yet").
+Teflon's rule (and Inductor's ``register_lowering``): the support check and the lowering of an
+op sit together, so ``check`` can never claim what ``emit`` cannot build. Each op family lives in
+its own module ``teflon_py/opencl/ops_<family>.py``; every such module is imported here, and its
+``@lowering`` decorators fill ``LOWERINGS``.
 
-Per partition, in ``Delegate.compile``:
-1. Walk the partition's ops in graph order; each lowers to zero or more ``kernels.KernelSpec``
-   (RESHAPE/SQUEEZE of a contiguous tensor lowers to none: an alias of the same bytes).
-2. Fuse as we go: a fused activation is the ACT_MIN/ACT_MAX macros of the producer (already
-   there); a following RELU/RELU6 op folds into its producer when it is the only consumer; a
-   residual ADD can fold into the producing gemm/conv2d later (a second input, same tile).
-3. Lifetimes: a tensor lives from its producer's step to its last consumer's step; partition
-   inputs/outputs are ``runtime.ExternalTensor`` (zero-copy on PoCL), every other tensor is a
-   ``memory.Lifetime`` in one ``runtime.Arena`` (sub-buffers, alignment max(128, device's)).
-4. ``spec.launch(dc, cache, buffers)`` creates each cl.Kernel once with its arguments set;
-   the LaunchList gets ``after_first_run=cache.commit`` so binaries are cached post-JIT.
+Adding an op (say ``SQUARED_DIFFERENCE``), in ``ops_elementwise.py`` or a new ``ops_xxx.py``::
 
-Float32 mapping of the kernels that exist:
-- CONV_2D: 1x1 stride 1 -> gemm (M = N*H*W pixels); anything else -> conv2d.
-- DEPTHWISE_CONV_2D -> depthwise (any depth multiplier; DM > 1 gathers, slower).
-- FULLY_CONNECTED (constant weights) -> gemm; keep_num_dims only changes the output shape.
-- BATCH_MATMUL with a constant RHS -> gemm per batch (or M = batch*rows when broadcast);
-  a non-constant RHS needs a gemm variant that packs B on the device first.
-Still to write for MobileNet/ResNet-class graphs: ADD/MUL (elementwise, broadcasting),
-AVERAGE_POOL_2D / MAX_POOL_2D, MEAN (global pool), PAD, CONCATENATION (give gemm/conv2d an
-output channel offset and row stride: gemm has LDC, conv2d needs the same), SOFTMAX and
-LOGISTIC (exp approximation with a stated error bound, no builtins), then int8 via
-``cl_kernels/quant.cl`` (bit-exact with ``teflon_py.quant``).
+    def check_squared_difference(graph: ir.Graph, op: ir.Operation) -> str | None:
+        ...  # conditions beyond the common ones below; return a reason, or None when supported
+
+    @lowering("SQUARED_DIFFERENCE", check=check_squared_difference)
+    def squared_difference(ctx: EmitContext, op: ir.Operation) -> None:
+        spec = ...  # a kernels.KernelSpec: cl_kernels source(s), -D macros or scalar arguments
+        ctx.launch(spec, a=op.inputs[0], b=op.inputs[1], output=ctx.output(op))
+
+``check`` runs first with the common conditions, which the decorator's arguments tune: every
+operand float32 (``params`` lists operands that must instead be constant and may have any type:
+shapes, axes, paddings; ``constants`` lists float32 operands that must be constant: weights),
+static non-empty shapes, rank at most ``max_rank``. Reasons are short sentences a user can act
+on; the registry prefixes the op name ("CONV_2D: int8 tensors not supported on OpenCL yet").
+
+``emit(ctx, op)`` never touches the device: it declares launches, binding kernel arguments to
+graph tensors by index (or to ``ctx.scratch(nbytes)`` temporaries), and aliases
+(``ctx.alias(dst, src)``: same bytes, no kernel). Arguments a launch writes are named
+``output`` (or ``output<k>``); constants a spec packs itself (weights) go in its ``constants``,
+sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``ctx.input(op)``,
+writes ``ctx.output(op)`` and clamps with ``ctx.clamp(op)``: fusion (``fusion.py``) may have
+folded a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a following
+RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp(op)``);
+``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads(op)``).
+``compiled.py`` then places tensors (arena, zero-copy inputs/outputs, constants), builds the
+programs and creates the kernels once.
 """
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.delegate import Verdict
+from teflon_py.opencl.kernels import Clamp, KernelSpec, Pads
+
+
+class Scratch:
+    """A temporary device buffer of ``nbytes`` that lives for one op (e.g. a packed operand)."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+Ref = int | Scratch  # what a kernel argument binds to: a graph tensor index, or a scratch buffer
+
+
+class EmitContext(Protocol):
+    """What an emitter sees while a partition is lowered (implemented by ``compiled.Builder``)."""
+
+    graph: ir.Graph
+
+    def shape(self, tensor: int) -> tuple[int, ...]: ...
+
+    def constant(self, tensor: int) -> np.ndarray | None: ...
+
+    def input(self, op: ir.Operation, k: int = 0) -> int: ...
+
+    def output(self, op: ir.Operation, k: int = 0) -> int: ...
+
+    def clamp(self, op: ir.Operation) -> Clamp: ...
+
+    def pads(self, op: ir.Operation) -> Pads: ...
+
+    def launch(self, spec: KernelSpec, **bindings: Ref) -> None: ...
+
+    def alias(self, dst: int, src: int) -> None: ...
+
+    def scratch(self, nbytes: int) -> Scratch: ...
+
+
+Checker = Callable[[ir.Graph, ir.Operation], "str | None"]
+Emitter = Callable[[EmitContext, ir.Operation], None]
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """One op's support check and emitter, with the conditions the registry checks for it."""
+
+    op: str
+    emit: Emitter
+    check: Checker | None = None
+    params: tuple[int, ...] = ()
+    constants: tuple[int, ...] = ()
+    max_rank: int | None = 4
+    fuses_activation: bool = False
+    folds_pad: bool = False
+
+
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowering(*ops: str, check: Checker | None = None, params: tuple[int, ...] = (),
+             constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
+             folds_pad: bool = False) -> Callable[[Emitter], Emitter]:
+    """Decorator: register the function as the emitter of ``ops`` (see the module docstring)."""
+
+    def wrap(fn: Emitter) -> Emitter:
+        for name in ops:
+            if name in LOWERINGS:
+                raise ValueError(f"OpenCL lowering for {name} registered twice")
+            LOWERINGS[name] = Lowering(name, fn, check, tuple(params), tuple(constants), max_rank,
+                                       fuses_activation, folds_pad)
+        return fn
+
+    return wrap
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "bool" if dtype == np.bool_ else np.dtype(dtype).name
+
+
+def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering) -> str | None:
+    """The conditions every lowering shares: float32 operands, constants, static shapes, rank."""
+    for k, t in enumerate(graph.input_tensors(op)):
+        if t is None:
+            continue
+        if k in low.params:
+            if not t.is_constant:
+                return f"operand {k} ('{t.name}') must be a constant"
+            continue
+        if k in low.constants and not t.is_constant:
+            return f"operand {k} ('{t.name}') must be a constant"
+        reason = _tensor_reason(t, low)
+        if reason:
+            return reason
+    for t in graph.output_tensors(op):
+        reason = _tensor_reason(t, low)
+        if reason:
+            return reason
+    return None
+
+
+def _tensor_reason(t: ir.Tensor, low: Lowering) -> str | None:
+    if t.dtype != np.float32:
+        return f"{_dtype_name(t.dtype)} tensors not supported on OpenCL yet"
+    if any(d <= 0 for d in t.shape):
+        return f"{t.describe()} has an empty or unknown dimension {list(t.shape)}"
+    if low.max_rank is not None and len(t.shape) > low.max_rank:
+        return f"rank {len(t.shape)} tensors not supported (at most {low.max_rank})"
+    return None
+
+
+def check_op(graph: ir.Graph, op: ir.Operation) -> Verdict:
+    """Can the OpenCL delegate run ``op``? Pure: reads shapes, types and constants only."""
+    low = LOWERINGS.get(op.name)
+    if low is None:
+        return Verdict.no(f"{op.name}: not lowered for OpenCL yet")
+    reason = _common_reason(graph, op, low)
+    if reason is None and low.check is not None:
+        try:
+            reason = low.check(graph, op)
+        except (ValueError, IndexError, TypeError, AttributeError) as e:  # a malformed op
+            reason = f"cannot be lowered ({type(e).__name__}: {e})"
+    return Verdict.no(f"{op.name}: {reason}") if reason else Verdict.ok()
+
+
+def options(op: ir.Operation, cls: type) -> Any:
+    """The op's options, or the schema defaults when the model omits them."""
+    return op.options if op.options is not None else cls()
+
+
+FUSED_ACTIVATIONS = (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1)
+
+
+def activation_reason(activation: ir.Activation | int) -> str | None:
+    """Why a fused activation cannot be a clamp (TANH, SIGN_BIT), or None."""
+    if activation in FUSED_ACTIVATIONS:
+        return None
+    try:
+        name = ir.Activation(int(activation)).name
+    except ValueError:
+        name = str(int(activation))
+    return f"fused activation {name} not supported"
+
+
+def _load_op_modules() -> None:
+    """Import every ``teflon_py.opencl.ops_*`` module: their decorators fill LOWERINGS."""
+    import teflon_py.opencl as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("ops_"):
+            importlib.import_module(f"{pkg.__name__}.{info.name}")
+
+
+_load_op_modules()
+
+#: The op names the registry lowers (for float32 tensors).
+SUPPORTED_OPS: frozenset[str] = frozenset(LOWERINGS)

@@ -1,0 +1,274 @@
+"""Lower a partition to one launch list and run it: the OpenCL ``CompiledPartition``.
+
+``compile_partition`` walks the partition's ops in order (minus those ``fusion`` folded away);
+each op's emitter (``lowering``) declares kernel launches bound to graph tensors, and aliases
+(RESHAPE and friends: same bytes, no kernel). Then every tensor gets its storage:
+
+- an alias shares its source's storage (alias chains resolve to one root tensor);
+- partition inputs are the caller's arrays, partition outputs arrays made per invoke, both
+  wrapped zero-copy on devices whose buffers are host memory (``runtime.LaunchList``); an
+  output whose root is a partition input, or already another output, gets a copy launch;
+- graph constants read as data are uploaded once; weights are packed once by their specs;
+- everything else is a sub-buffer of one arena (``memory.plan_arena``), placed by lifetime:
+  from the first launch that touches it to the last.
+
+Programs are built (or loaded from the disk cache), kernels created and their arguments set
+once; one warm-up run at compile time JIT-compiles the kernels and commits new binaries to the
+cache, so ``invoke`` is one enqueue of every launch and one wait.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.delegate import CompiledPartition
+from teflon_py.errors import BackendError
+from teflon_py.opencl import kernels
+from teflon_py.opencl.device import DeviceContext
+from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
+from teflon_py.opencl.kernels import UNBOUNDED, Clamp, KernelSpec, Pads
+from teflon_py.opencl.lowering import LOWERINGS, Ref, Scratch
+from teflon_py.opencl.memory import Lifetime
+from teflon_py.opencl.programs import ProgramCache
+from teflon_py.opencl.runtime import (
+    Arena,
+    ArgUse,
+    ExternalTensor,
+    Launch,
+    LaunchList,
+    constant_buffer,
+    zeros_buffer,
+)
+
+
+def _cl() -> Any:
+    import pyopencl
+
+    return pyopencl
+
+
+@dataclass
+class PlannedLaunch:
+    """A launch as emitted: its spec, what each argument binds to, and the op it came from."""
+
+    spec: KernelSpec
+    bindings: dict[str, Ref]
+    op: int
+
+
+@dataclass
+class Storage:
+    """Where a root tensor (or scratch) lives: ``kind`` is "input", "output", "const" or "arena"."""
+
+    kind: str
+    external: ExternalTensor | None = None
+    buffer: Any = None
+    first: int = -1  # launches touching it, for arena lifetimes
+    last: int = -1
+    nbytes: int = 0
+
+
+class Builder:
+    """Collects one partition's launches and aliases (the ``lowering.EmitContext`` emitters see)."""
+
+    def __init__(self, graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan):
+        self.graph = graph
+        self.nodes = list(nodes)
+        self.plan = plan
+        self.launches: list[PlannedLaunch] = []
+        self.aliases: dict[int, int] = {}  # tensor -> tensor whose bytes it shares
+        self.current = -1  # op being emitted
+
+    # -- what emitters read ---------------------------------------------------------------
+    def shape(self, tensor: int) -> tuple[int, ...]:
+        return tuple(self.graph.tensors[tensor].shape)
+
+    def constant(self, tensor: int) -> np.ndarray | None:
+        return None if tensor == ir.NO_TENSOR else self.graph.tensors[tensor].data
+
+    def input(self, op: ir.Operation, k: int = 0) -> int:
+        """Operand ``k`` of ``op``; for input 0, the input of a PAD folded into ``op``."""
+        folded = self.plan.pad.get(op.index)
+        return folded.input if k == 0 and folded is not None else op.inputs[k]
+
+    def output(self, op: ir.Operation, k: int = 0) -> int:
+        """The tensor ``op`` writes: its output, or the output of an activation folded into it."""
+        return self.plan.output.get(op.index, op.outputs[k]) if k == 0 else op.outputs[k]
+
+    def clamp(self, op: ir.Operation) -> Clamp:
+        """The op's fused activation intersected with every activation folded into it."""
+        act = getattr(op.options, "fused_activation_function", ir.Activation.NONE)
+        return intersect(kernels.clamp_of(act), self.plan.clamp.get(op.index, UNBOUNDED))
+
+    def pads(self, op: ir.Operation) -> Pads:
+        folded = self.plan.pad.get(op.index)
+        return folded.pads if folded is not None else kernels.NO_PADS
+
+    # -- what emitters declare ------------------------------------------------------------
+    def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
+        self.launches.append(PlannedLaunch(spec, dict(bindings), self.current))
+
+    def alias(self, dst: int, src: int) -> None:
+        self.aliases[dst] = src
+
+    def scratch(self, nbytes: int) -> Scratch:
+        return Scratch(nbytes)
+
+    def root(self, ref: Ref) -> Ref:
+        while isinstance(ref, int) and ref in self.aliases:
+            ref = self.aliases[ref]
+        return ref
+
+    def nbytes(self, tensor: int) -> int:
+        return int(np.prod(self.shape(tensor), dtype=np.int64)) * self.graph.tensors[tensor].dtype.itemsize
+
+
+def copy_spec(n: int) -> KernelSpec:
+    """A flat float copy of ``n`` elements (an output that aliases an input or another output)."""
+    from teflon_py.opencl.ops_elementwise import unary_spec
+
+    return unary_spec("clip", n, UNBOUNDED)
+
+
+class OpenCLPartition(CompiledPartition):
+    """A compiled partition: its launch list, and the storage that must outlive it."""
+
+    def __init__(self, inputs: Sequence[int], outputs: Sequence[int], launch_list: LaunchList,
+                 stats: dict[str, Any]):
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.launch_list: LaunchList | None = launch_list
+        self.stats = stats
+
+    def invoke(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if self.launch_list is None:
+            raise BackendError("the OpenCL partition was closed")
+        try:
+            outs, _ = self.launch_list.run(inputs)
+        except _cl().Error as e:
+            raise BackendError(f"OpenCL run failed: {e}") from e
+        return outs
+
+    def profile(self, inputs: Sequence[np.ndarray]) -> list[tuple[str, float]]:
+        """(kernel name, seconds) per launch of one run on ``inputs``."""
+        if self.launch_list is None:
+            raise BackendError("the OpenCL partition was closed")
+        return self.launch_list.run(inputs, profile=True)[1]
+
+    def close(self) -> None:
+        self.launch_list = None
+
+
+def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, partition: Any) -> OpenCLPartition:
+    """Lower, place, build and warm up one partition; OpenCL failures raise BackendError."""
+    plan = plan_fusion(graph, partition.nodes, partition.outputs, LOWERINGS)
+    b = Builder(graph, partition.nodes, plan)
+    for i in partition.nodes:
+        if i in plan.skip:
+            continue
+        op = graph.operations[i]
+        b.current = i
+        try:
+            LOWERINGS[op.name].emit(b, op)
+        except (ValueError, KeyError, IndexError, TypeError) as e:  # check() let through what emit cannot do
+            raise BackendError(f"lowering {op.describe()} failed: {type(e).__name__}: {e}",
+                               partition=partition.index) from e
+    try:
+        return _assemble(dc, cache, b, partition)
+    except _cl().Error as e:
+        raise BackendError(f"OpenCL build of partition {partition.index} failed: {e}",
+                           partition=partition.index) from e
+
+
+def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any) -> OpenCLPartition:
+    graph = b.graph
+    storage: dict[Any, Storage] = {}  # root tensor index or Scratch -> Storage
+    inputs = []
+    for t in partition.inputs:
+        ext = ExternalTensor(b.shape(t), graph.tensors[t].dtype)
+        inputs.append(ext)
+        storage[t] = Storage("input", ext)
+    written = {b.root(ref) for la in b.launches for name, ref in la.bindings.items() if name.startswith("output")}
+    outputs = []
+    for t in partition.outputs:
+        ext = ExternalTensor(b.shape(t), graph.tensors[t].dtype)
+        outputs.append(ext)
+        r = b.root(t)
+        if r in written and r not in storage:
+            storage[r] = Storage("output", ext)
+        else:  # same bytes as an input, a constant or another output: copy them
+            n = int(np.prod(b.shape(t), dtype=np.int64))
+            out_ref = _OutputSlot(ext)
+            b.launches.append(PlannedLaunch(copy_spec(n), {"input": r, "output": out_ref}, -1))
+    # lifetimes of everything else
+    for step, la in enumerate(b.launches):
+        for ref in la.bindings.values():
+            if isinstance(ref, _OutputSlot):
+                continue
+            r = b.root(ref)
+            st = storage.get(r)
+            if st is None:
+                st = storage[r] = _new_storage(dc, b, r)
+            if st.kind == "arena":
+                st.first = step if st.first < 0 else st.first
+                st.last = step
+    arena_roots = [r for r, st in storage.items() if st.kind == "arena"]
+    arena = Arena(dc, [Lifetime(storage[r].nbytes, storage[r].first, storage[r].last) for r in arena_roots])
+    for r, view in zip(arena_roots, arena.views):
+        storage[r].buffer = view
+    launches, keep = _make_kernels(dc, cache, b, storage)
+    ll = LaunchList(dc, launches, inputs, outputs, keep=[arena, *keep], after_first_run=cache.commit)
+    ll.run([np.zeros(t.shape, t.dtype) for t in inputs])  # JIT now, commit binaries, fail early
+    stats = {"launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
+             "aliases": len(b.aliases)}
+    return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
+
+
+@dataclass
+class _OutputSlot:
+    """A copy launch's destination: a partition output (bound per invoke)."""
+
+    external: ExternalTensor
+
+
+def _new_storage(dc: DeviceContext, b: Builder, r: Ref) -> Storage:
+    if isinstance(r, Scratch):
+        return Storage("arena", nbytes=r.nbytes)
+    t = b.graph.tensors[r]
+    if t.is_constant:
+        return Storage("const", buffer=constant_buffer(dc, np.asarray(t.data, np.float32)))
+    return Storage("arena", nbytes=b.nbytes(r))
+
+
+def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
+                  storage: dict[Any, Storage]) -> tuple[list[Launch], list[Any]]:
+    """Build every program, create each kernel once and set the arguments that never change."""
+    cl = _cl()
+    launches, keep = [], []
+    for la in b.launches:
+        spec = la.spec
+        kernel = cl.Kernel(cache.build(spec.files, spec.defines), spec.name)
+        for i, arg in enumerate(spec.args):
+            if arg == "zeros":
+                value = zeros_buffer(dc, spec.zeros)
+            elif arg in spec.constants:
+                value = constant_buffer(dc, spec.constants[arg])
+            elif arg in spec.scalars:
+                value = spec.scalars[arg]
+            elif arg in la.bindings:
+                ref = la.bindings[arg]
+                st = storage[b.root(ref)] if not isinstance(ref, _OutputSlot) else Storage("output", ref.external)
+                if st.kind in ("input", "output"):
+                    st.external.uses.append(ArgUse(kernel, i))
+                    continue
+                value = st.buffer
+            else:
+                raise BackendError(f"kernel {spec.name}: argument {arg!r} is not bound")
+            kernel.set_arg(i, value)
+            keep.append(value)
+        launches.append(Launch(kernel, spec.global_size, spec.local_size, spec.name))
+    return launches, keep

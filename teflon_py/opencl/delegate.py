@@ -1,0 +1,88 @@
+"""``OpenCLDelegate``: the OpenCL backend behind ``teflon_py.load_delegate("opencl", options)``.
+
+Options (values may be strings, as LiteRT's ``load_delegate`` passes them):
+- ``device``: "P:D" or a name substring (see ``device.select_device``); default
+  ``TEFLON_CL_DEVICE``, else the first GPU, else PoCL's CPU.
+- ``cache_dir``: where compiled programs are cached (default ``TEFLON_CACHE_DIR``, else
+  ``~/.cache/teflon-py/cl``).
+- ``max_partitions`` (default all) and ``min_nodes`` (default 1): partitioner limits.
+- ``precision``: "fp32" (the only one so far).
+
+``check`` is pure (the lowering registry's verdict from shapes, types and constants); the
+device and its context are created at the first ``compile``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from teflon_py import ir
+from teflon_py.delegate import CompiledPartition, Delegate, Verdict
+from teflon_py.opencl import lowering
+
+OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision")
+PRECISIONS = ("fp32",)
+
+
+class OpenCLDelegate(Delegate):
+    """Runs partitions of float32 ops as OpenCL kernels (see ``lowering`` for what it claims)."""
+
+    name = "opencl"
+
+    def __init__(self, options: Mapping[str, Any] | None = None):
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown OpenCL delegate option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+        precision = str(options.get("precision", "fp32")).lower()
+        if precision not in PRECISIONS:
+            raise ValueError(f"OpenCL delegate precision {options['precision']!r} is not supported yet "
+                             f"(supported: {', '.join(PRECISIONS)})")
+        self.precision = precision
+        self.device_spec: str | None = None if options.get("device") in (None, "") else str(options["device"])
+        self.cache_dir: str | None = None if options.get("cache_dir") in (None, "") else str(options["cache_dir"])
+        self.max_partitions = _int_option(options, "max_partitions", None, minimum=1)
+        self.min_nodes = _int_option(options, "min_nodes", 1, minimum=1)
+        self._dc: Any = None
+        self._cache: Any = None
+
+    def check(self, graph: ir.Graph, op: ir.Operation) -> Verdict:
+        """Whether ``op`` lowers to OpenCL kernels; never touches the device."""
+        return lowering.check_op(graph, op)
+
+    def _device(self) -> tuple[Any, Any]:
+        if self._dc is None:
+            from teflon_py.opencl import device, programs
+
+            self._dc = device.get_context(spec=self.device_spec)
+            self._cache = programs.program_cache(self._dc, self.cache_dir)
+        return self._dc, self._cache
+
+    def compile(self, graph: ir.Graph, partition: Any) -> CompiledPartition:
+        """Lower ``partition`` to one launch list on the device (BackendError on failure)."""
+        from teflon_py.opencl.compiled import compile_partition
+
+        dc, cache = self._device()
+        return compile_partition(dc, cache, graph, partition)
+
+    @property
+    def device_name(self) -> str | None:
+        """The device's name once one is chosen (after the first compile), else None."""
+        return self._dc.name if self._dc is not None else None
+
+    def close(self) -> None:
+        self._dc = None
+        self._cache = None
+
+
+def _int_option(options: Mapping[str, Any], key: str, default: int | None, minimum: int) -> int | None:
+    value = options.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"OpenCL delegate option {key} must be an integer, got {value!r}") from None
+    if n < minimum:
+        raise ValueError(f"OpenCL delegate option {key} must be at least {minimum}, got {n}")
+    return n

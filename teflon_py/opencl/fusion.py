@@ -1,0 +1,110 @@
+"""Fold ops into their neighbours before lowering, so the folded ones cost no launch and no memory.
+
+- A standalone RELU / RELU6 / RELU_N1_TO_1 whose input comes from an op that can clamp its
+  output (``Lowering.fuses_activation``: conv, depthwise, FC, ADD, ...) and has no other reader
+  folds into that producer: the producer writes the activation's output, clamped by the
+  intersection of its own fused activation and the folded ones (chains fold repeatedly).
+- A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose
+  output feeds only input 0 of an op that takes explicit padding (``Lowering.folds_pad``: conv,
+  depthwise, pools) folds into that op's padding.
+
+A tensor is folded away only when nothing outside the partition reads it (partition outputs and
+graph outputs stay materialised).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.opencl.kernels import Clamp, Pads
+
+#: Standalone activations that are only a clamp.
+CLAMP_OPS: dict[str, Clamp] = {"RELU": (0.0, math.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+@dataclass(frozen=True)
+class FoldedPad:
+    """A PAD folded into its consumer: the PAD's input and its H/W padding."""
+
+    input: int
+    pads: Pads
+
+
+@dataclass
+class FusionPlan:
+    """What fusion decided for one partition (op indices are graph operation indices)."""
+
+    skip: set[int] = field(default_factory=set)  # ops folded into a neighbour: no launch
+    output: dict[int, int] = field(default_factory=dict)  # producer -> tensor it writes instead
+    clamp: dict[int, Clamp] = field(default_factory=dict)  # producer -> folded activations' clamp
+    pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
+
+
+def intersect(a: Clamp, b: Clamp) -> Clamp:
+    """Clamping by ``a`` then ``b`` (the ReLU ranges always overlap, all contain [0, 1])."""
+    return (max(a[0], b[0]), min(a[1], b[1]))
+
+
+def plan_fusion(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int],
+                lowerings: Mapping[str, object]) -> FusionPlan:
+    """Decide the folds for the partition of ``nodes`` whose ``outputs`` are read outside it."""
+    plan = FusionPlan()
+    kept = set(outputs) | set(graph.outputs)
+    readers: dict[int, list[int]] = defaultdict(list)  # tensor -> ops reading it (once per use)
+    for i in nodes:
+        for t in graph.operations[i].inputs:
+            if t != ir.NO_TENSOR:
+                readers[t].append(i)
+    writer: dict[int, int] = {}  # tensor -> producing op, after redirections
+    for i in nodes:
+        op = graph.operations[i]
+        for t in op.outputs:
+            writer[t] = i
+
+    def private(t: int, reader: int) -> bool:
+        return t not in kept and readers.get(t) == [reader]
+
+    for i in nodes:
+        op = graph.operations[i]
+        if op.name in CLAMP_OPS:
+            x = op.inputs[0]
+            p = writer.get(x)
+            if p is None or p in plan.skip or not private(x, i):
+                continue
+            producer = graph.operations[p]
+            low = lowerings.get(producer.name)
+            if low is None or not getattr(low, "fuses_activation", False) or len(producer.outputs) != 1:
+                continue
+            plan.skip.add(i)
+            plan.output[p] = op.outputs[0]
+            plan.clamp[p] = intersect(plan.clamp.get(p, (-math.inf, math.inf)), CLAMP_OPS[op.name])
+            writer[op.outputs[0]] = p
+        elif op.name == "PAD":
+            _fold_pad(graph, op, readers, private, lowerings, plan)
+    return plan
+
+
+def _fold_pad(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]],
+              private: Callable[[int, int], bool], lowerings: Mapping[str, object], plan: FusionPlan) -> None:
+    """Fold ``op`` (a PAD) into its only reader when that reader takes explicit padding."""
+    y = op.outputs[0]
+    consumers = readers.get(y, [])
+    if len(consumers) != 1 or not private(y, consumers[0]):
+        return
+    consumer = graph.operations[consumers[0]]
+    low = lowerings.get(consumer.name)
+    if low is None or not getattr(low, "folds_pad", False) or consumer.inputs[0] != y:
+        return
+    if len(op.inputs) < 2 or graph.tensors[op.inputs[1]].data is None:
+        return
+    paddings = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1, 2)
+    if paddings.shape[0] != 4 or (paddings < 0).any() or paddings[0].any() or paddings[3].any():
+        return
+    pads = ((int(paddings[1, 0]), int(paddings[1, 1])), (int(paddings[2, 0]), int(paddings[2, 1])))
+    plan.skip.add(op.index)
+    plan.pad[consumer.index] = FoldedPad(op.inputs[0], pads)
