@@ -31,7 +31,7 @@ from teflon_py.opencl import kernels
 from teflon_py.opencl.device import DeviceContext
 from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
 from teflon_py.opencl.kernels import UNBOUNDED, Clamp, KernelSpec, Pads
-from teflon_py.opencl.lowering import LOWERINGS, Ref, Scratch
+from teflon_py.opencl.lowering import Ref, Scratch, lowering_for
 from teflon_py.opencl.memory import Lifetime
 from teflon_py.opencl.programs import ProgramCache
 from teflon_py.opencl.runtime import (
@@ -165,7 +165,7 @@ class OpenCLPartition(CompiledPartition):
 
 def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, partition: Any) -> OpenCLPartition:
     """Lower, place, build and warm up one partition; OpenCL failures raise BackendError."""
-    plan = plan_fusion(graph, partition.nodes, partition.outputs, LOWERINGS)
+    plan = plan_fusion(graph, partition.nodes, partition.outputs, lambda op: lowering_for(graph, op))
     b = Builder(graph, partition.nodes, plan)
     for i in partition.nodes:
         if i in plan.skip:
@@ -173,7 +173,7 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
         op = graph.operations[i]
         b.current = i
         try:
-            LOWERINGS[op.name].emit(b, op)
+            lowering_for(graph, op).emit(b, op)
         except (ValueError, KeyError, IndexError, TypeError) as e:  # check() let through what emit cannot do
             raise BackendError(f"lowering {op.describe()} failed: {type(e).__name__}: {e}",
                                partition=partition.index) from e

@@ -51,7 +51,7 @@ def intersect(a: Clamp, b: Clamp) -> Clamp:
 
 
 def plan_fusion(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int],
-                lowerings: Mapping[str, object]) -> FusionPlan:
+                lookup: Callable[[ir.Operation], object]) -> FusionPlan:
     """Decide the folds for the partition of ``nodes`` whose ``outputs`` are read outside it."""
     plan = FusionPlan()
     kept = set(outputs) | set(graph.outputs)
@@ -77,7 +77,7 @@ def plan_fusion(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int],
             if p is None or p in plan.skip or not private(x, i):
                 continue
             producer = graph.operations[p]
-            low = lowerings.get(producer.name)
+            low = lookup(producer)
             if low is None or not getattr(low, "fuses_activation", False) or len(producer.outputs) != 1:
                 continue
             plan.skip.add(i)
@@ -85,19 +85,20 @@ def plan_fusion(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int],
             plan.clamp[p] = intersect(plan.clamp.get(p, (-math.inf, math.inf)), CLAMP_OPS[op.name])
             writer[op.outputs[0]] = p
         elif op.name == "PAD":
-            _fold_pad(graph, op, readers, private, lowerings, plan)
+            _fold_pad(graph, op, readers, private, lookup, plan)
     return plan
 
 
 def _fold_pad(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]],
-              private: Callable[[int, int], bool], lowerings: Mapping[str, object], plan: FusionPlan) -> None:
+              private: Callable[[int, int], bool], lookup: Callable[[ir.Operation], object],
+              plan: FusionPlan) -> None:
     """Fold ``op`` (a PAD) into its only reader when that reader takes explicit padding."""
     y = op.outputs[0]
     consumers = readers.get(y, [])
     if len(consumers) != 1 or not private(y, consumers[0]):
         return
     consumer = graph.operations[consumers[0]]
-    low = lowerings.get(consumer.name)
+    low = lookup(consumer)
     if low is None or not getattr(low, "folds_pad", False) or consumer.inputs[0] != y:
         return
     if len(op.inputs) < 2 or graph.tensors[op.inputs[1]].data is None:

@@ -15,8 +15,10 @@ Adding an op (say ``SQUARED_DIFFERENCE``), in ``ops_elementwise.py`` or a new ``
         spec = ...  # a kernels.KernelSpec: cl_kernels source(s), -D macros or scalar arguments
         ctx.launch(spec, a=op.inputs[0], b=op.inputs[1], output=ctx.output(op))
 
+An op has one lowering per ``kind``, the dtype of its data operand (``@lowering("CONV_2D",
+kind="int8", dtypes=("int8", "int32"))`` for the int8 conv beside the float32 one).
 ``check`` runs first with the common conditions, which the decorator's arguments tune: every
-operand float32 (``params`` lists operands that must instead be constant and may have any type:
+operand of a dtype in ``dtypes`` (default: the kind; ``params`` lists operands that must instead be constant and may have any type:
 shapes, axes, paddings; ``constants`` lists float32 operands that must be constant: weights),
 static non-empty shapes, rank at most ``max_rank``. Reasons are short sentences a user can act
 on; the registry prefixes the op name ("CONV_2D: int8 tensors not supported on OpenCL yet").
@@ -92,6 +94,8 @@ class Lowering:
 
     op: str
     emit: Emitter
+    kind: str = "float32"  # the dtype of the op's data operand that selects this lowering
+    dtypes: frozenset[str] = frozenset({"float32"})  # dtypes its non-param tensors may have
     check: Checker | None = None
     params: tuple[int, ...] = ()
     constants: tuple[int, ...] = ()
@@ -100,20 +104,26 @@ class Lowering:
     folds_pad: bool = False
 
 
-LOWERINGS: dict[str, Lowering] = {}
+#: op name -> kind (dtype name of its data operand: "float32", "int8", "uint8", "bool"...) -> Lowering
+LOWERINGS: dict[str, dict[str, Lowering]] = {}
 
 
-def lowering(*ops: str, check: Checker | None = None, params: tuple[int, ...] = (),
+def lowering(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
+             check: Checker | None = None, params: tuple[int, ...] = (),
              constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
              folds_pad: bool = False) -> Callable[[Emitter], Emitter]:
-    """Decorator: register the function as the emitter of ``ops`` (see the module docstring)."""
+    """Decorator: register the function as the emitter of ``ops`` for data operands of ``kind``
+    (see the module docstring); ``dtypes`` (default: just ``kind``) are the dtypes its non-param
+    operands and outputs may have, e.g. ``("int8", "int32")`` for an int8 conv with int32 bias."""
 
     def wrap(fn: Emitter) -> Emitter:
+        allowed = frozenset(dtypes or (kind,))
         for name in ops:
-            if name in LOWERINGS:
-                raise ValueError(f"OpenCL lowering for {name} registered twice")
-            LOWERINGS[name] = Lowering(name, fn, check, tuple(params), tuple(constants), max_rank,
-                                       fuses_activation, folds_pad)
+            if kind in LOWERINGS.get(name, {}):
+                raise ValueError(f"OpenCL lowering for {name} ({kind}) registered twice")
+            LOWERINGS.setdefault(name, {})[kind] = Lowering(
+                name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
+                fuses_activation, folds_pad)
         return fn
 
     return wrap
@@ -121,6 +131,19 @@ def lowering(*ops: str, check: Checker | None = None, params: tuple[int, ...] = 
 
 def _dtype_name(dtype: np.dtype) -> str:
     return "bool" if dtype == np.bool_ else np.dtype(dtype).name
+
+
+def op_kind(graph: ir.Graph, op: ir.Operation) -> str:
+    """The dtype name that selects an op's lowering: its first input (else its first output)."""
+    for i in (*op.inputs, *op.outputs):
+        if i != ir.NO_TENSOR:
+            return _dtype_name(graph.tensors[i].dtype)
+    return "none"
+
+
+def lowering_for(graph: ir.Graph, op: ir.Operation) -> Lowering | None:
+    """The lowering registered for ``op`` and the dtype of its data operand, if any."""
+    return LOWERINGS.get(op.name, {}).get(op_kind(graph, op))
 
 
 def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering) -> str | None:
@@ -145,7 +168,7 @@ def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering) -> str | No
 
 
 def _tensor_reason(t: ir.Tensor, low: Lowering) -> str | None:
-    if t.dtype != np.float32:
+    if _dtype_name(t.dtype) not in low.dtypes:
         return f"{_dtype_name(t.dtype)} tensors not supported on OpenCL yet"
     if any(d <= 0 for d in t.shape):
         return f"{t.describe()} has an empty or unknown dimension {list(t.shape)}"
@@ -156,9 +179,11 @@ def _tensor_reason(t: ir.Tensor, low: Lowering) -> str | None:
 
 def check_op(graph: ir.Graph, op: ir.Operation) -> Verdict:
     """Can the OpenCL delegate run ``op``? Pure: reads shapes, types and constants only."""
-    low = LOWERINGS.get(op.name)
-    if low is None:
+    if op.name not in LOWERINGS:
         return Verdict.no(f"{op.name}: not lowered for OpenCL yet")
+    low = lowering_for(graph, op)
+    if low is None:
+        return Verdict.no(f"{op.name}: {op_kind(graph, op)} tensors not supported on OpenCL yet")
     reason = _common_reason(graph, op, low)
     if reason is None and low.check is not None:
         try:
@@ -198,5 +223,12 @@ def _load_op_modules() -> None:
 
 _load_op_modules()
 
-#: The op names the registry lowers (for float32 tensors).
-SUPPORTED_OPS: frozenset[str] = frozenset(LOWERINGS)
+
+
+def supported_ops(kind: str = "float32") -> frozenset[str]:
+    """The op names the registry lowers for data operands of ``kind``."""
+    return frozenset(name for name, kinds in LOWERINGS.items() if kind in kinds)
+
+
+#: The op names the registry lowers for float32 tensors.
+SUPPORTED_OPS: frozenset[str] = supported_ops("float32")
