@@ -1,4 +1,11 @@
-"""MEAN over any constant axes and SOFTMAX over the last axis (``reduce.cl``, one program)."""
+"""Reductions over constant axes (MEAN, SUM, REDUCE_PROD/MAX/MIN/ANY/ALL), SOFTMAX and LOG_SOFTMAX over the
+last axis, CUMSUM along a constant axis: ``reduce.cl``, one program for every shape and type.
+
+Every output folds its elements sequentially in the input's row-major order, exactly as TFLite's
+reference kernels (and the NumPy fallback) do, so float sums and products round the same way.
+SUM/PROD/MAX/MIN and CUMSUM also run on int32 and int64 tensors (wrapping as C's integers do),
+REDUCE_ANY/ALL on bool tensors (one byte each).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -6,10 +13,14 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.opencl import kernels
 from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, lowering, options
-from teflon_py.tflite.options import ReducerOptions, SoftmaxOptions
+from teflon_py.opencl.lowering import EmitContext, lowering, op_kind, options
+from teflon_py.tflite.options import CumsumOptions, ReducerOptions, SoftmaxOptions
 
 FILES = ("common.cl", "reduce.cl")
+#: reduce.cl's kernel per op, and its suffix per dtype
+REDUCERS = {"SUM": "sum", "REDUCE_PROD": "prod", "REDUCE_MAX": "max", "REDUCE_MIN": "min"}
+SUFFIX = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "b8"}
+LOGICAL = {"REDUCE_ANY": "any", "REDUCE_ALL": "all"}
 
 
 def mean_axes(graph: ir.Graph, op: ir.Operation) -> list[int]:
@@ -22,6 +33,7 @@ def mean_axes(graph: ir.Graph, op: ir.Operation) -> list[int]:
 
 
 def check_mean(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """The axes are in range and the output shape follows from them (with or without keep_dims)."""
     x = graph.tensors[op.inputs[0]].shape
     try:
         axes = mean_axes(graph, op)
@@ -35,8 +47,12 @@ def check_mean(graph: ir.Graph, op: ir.Operation) -> str | None:
     return None
 
 
-def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
-    """Kept x reduced index spaces (each padded to four dims) as strides into the input."""
+def reduce_spec(shape: tuple[int, ...], axes: list[int], kernel: str = "mean") -> KernelSpec:
+    """Kept x reduced index spaces (each padded to four dims) as strides into the input.
+
+    ``kernel``: "mean" or one of reduce.cl's ``<op>_<type>`` folds. A float MAX/MIN over every
+    axis is seeded with the first element (TFLite's ReduceAllDims), the others with the neutral.
+    """
     strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
     kept = [(d, s) for i, (d, s) in enumerate(zip(shape, strides)) if i not in axes]
     red = [(d, s) for i, (d, s) in enumerate(zip(shape, strides)) if i in axes]
@@ -45,12 +61,19 @@ def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
     n_out = int(np.prod([d for d, _ in kept]))
     count = int(np.prod([d for d, _ in red]))
     opi = max(1, min(64, 4096 // max(count, 1)))
+    seed_first = int(len(axes) == len(shape) and kernel in ("max_f32", "min_f32"))
     args = kernels.scalars(n_out=n_out, opi=opi, k1=kept[1][0], k2=kept[2][0], k3=kept[3][0],
                            **{f"ks{i}": s for i, (_, s) in enumerate(kept)},
                            **{f"r{i}": d for i, (d, _) in enumerate(red)},
-                           **{f"rs{i}": s for i, (_, s) in enumerate(red)}, count=float(count))
-    return KernelSpec(files=FILES, name="mean", defines={}, global_size=(-(-n_out // opi),), local_size=(1,),
+                           **{f"rs{i}": s for i, (_, s) in enumerate(red)}, seed_first=seed_first,
+                           count=float(count))
+    return KernelSpec(files=FILES, name=kernel, defines={}, global_size=(-(-n_out // opi),), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
+
+
+def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
+    """MEAN: the float sum of each output's elements in order, divided by their count."""
+    return reduce_spec(shape, axes, "mean")
 
 
 @lowering("MEAN", check=check_mean, params=(1,))
@@ -59,7 +82,20 @@ def mean(ctx: EmitContext, op: ir.Operation) -> None:
     ctx.launch(mean_spec(ctx.shape(x), mean_axes(ctx.graph, op)), input=x, output=ctx.output(op))
 
 
+def reduce_(ctx: EmitContext, op: ir.Operation) -> None:
+    """SUM, REDUCE_PROD/MAX/MIN (float32, int32, int64), REDUCE_ANY/ALL (bool): one fold per output."""
+    x = op.inputs[0]
+    kernel = f"{(REDUCERS | LOGICAL)[op.name]}_{SUFFIX[op_kind(ctx.graph, op)]}"
+    ctx.launch(reduce_spec(ctx.shape(x), mean_axes(ctx.graph, op), kernel), input=x, output=ctx.output(op))
+
+
+for _kind in ("float32", "int32", "int64"):
+    lowering(*REDUCERS, kind=_kind, check=check_mean, params=(1,))(reduce_)
+lowering(*LOGICAL, kind="bool", check=check_mean, params=(1,))(reduce_)
+
+
 def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """At least one dimension, and the output shaped as the input."""
     x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
     if len(x) < 1:
         return "input must have at least one dimension"
@@ -68,14 +104,78 @@ def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
     return None
 
 
+def _rows(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, depth) of a tensor seen as rows of its last axis."""
+    return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
+
+
 @lowering("SOFTMAX", check=check_softmax, max_rank=None)
 def softmax(ctx: EmitContext, op: ir.Operation) -> None:
     """One row per work-item: max, exp((x - max) * beta) and its running sum, then the division."""
     x = op.inputs[0]
-    shape = ctx.shape(x)
-    depth = shape[-1]
-    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    rows, depth = _rows(ctx.shape(x))
     args = kernels.scalars(depth=depth, beta=float(np.float32(options(op, SoftmaxOptions).beta)))
     spec = KernelSpec(files=FILES, name="softmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
     ctx.launch(spec, input=x, output=ctx.output(op))
+
+
+@lowering("LOG_SOFTMAX", check=check_softmax, max_rank=None)
+def log_softmax(ctx: EmitContext, op: ir.Operation) -> None:
+    """One row per work-item: max, the running sum of exp(x - max), then (x - max) - log(sum)."""
+    x = op.inputs[0]
+    rows, depth = _rows(ctx.shape(x))
+    args = kernels.scalars(depth=depth)
+    spec = KernelSpec(files=FILES, name="log_softmax", defines={}, global_size=(rows,), local_size=(1,),
+                      args=("input", "output", *args), scalars=args)
+    ctx.launch(spec, input=x, output=ctx.output(op))
+
+
+def cumsum_axis(graph: ir.Graph, op: ir.Operation) -> int:
+    """The scanned axis, from a one-element constant, negative values counted from the end."""
+    rank = len(graph.tensors[op.inputs[0]].shape)
+    flat = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1)
+    if flat.size != 1:
+        raise ValueError(f"the axis tensor holds {flat.size} values, not one")
+    axis = int(flat[0])
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+def check_cumsum(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """A rank >= 1 input shaped as the output, an int32 axis in range."""
+    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+    if len(x) < 1 or tuple(x) != tuple(y):
+        return "input must have at least one dimension and the output's shape"
+    if graph.tensors[op.inputs[1]].dtype != np.int32:
+        return "the axis tensor must be int32"
+    try:
+        cumsum_axis(graph, op)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def cumsum_spec(shape: tuple[int, ...], axis: int, dtype: str, exclusive: bool, reverse: bool) -> KernelSpec:
+    """One work-item per column along ``axis``: a sequential scan in the input type."""
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    columns = outer * inner
+    args = kernels.scalars(columns=columns, n=shape[axis], inner=inner, exclusive=int(exclusive),
+                           reverse=int(reverse))
+    return KernelSpec(files=FILES, name=f"cumsum_{SUFFIX[dtype]}", defines={}, global_size=(columns,),
+                      local_size=(1,), args=("input", "output", *args), scalars=args)
+
+
+def cumsum(ctx: EmitContext, op: ir.Operation) -> None:
+    """CUMSUM, inclusive or exclusive, forward or reversed."""
+    x = op.inputs[0]
+    opts = options(op, CumsumOptions)
+    spec = cumsum_spec(ctx.shape(x), cumsum_axis(ctx.graph, op), op_kind(ctx.graph, op),
+                       bool(opts.exclusive), bool(opts.reverse))
+    ctx.launch(spec, input=x, output=ctx.output(op))
+
+
+for _kind in ("float32", "int32", "int64"):
+    lowering("CUMSUM", kind=_kind, check=check_cumsum, params=(1,))(cumsum)

@@ -1,0 +1,172 @@
+"""TRANSPOSE_CONV and MediaPipe's Convolution2DTransposeBias (float32): a gather-form kernel.
+
+``transpose_conv.cl`` computes each output pixel from the input pixels TFLite's scatter adds into
+it (no atomics), register-blocked over output pixels of one stride phase x 16*NV output channels,
+with the weights packed once as the conv kernel's panels. A stride-1 transpose convolution is an
+ordinary convolution with the kernel flipped and the padding mirrored; it runs on
+``kernels.conv2d_spec`` (a GEMM for 1x1) whenever that mirrored padding is non-negative.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.errors import UnsupportedError
+from teflon_py.fallback import transpose_conv as fallback
+from teflon_py.fallback.registry import Node
+from teflon_py.opencl import kernels, packing
+from teflon_py.opencl.kernels import Clamp, KernelSpec
+from teflon_py.opencl.lowering import EmitContext, activation_reason, lowering, options
+from teflon_py.tflite.options import TransposeConvOptions
+
+MEDIAPIPE = "Convolution2DTransposeBias"
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """One transpose convolution: input NHWC, output H/W, strides and the top/left crop."""
+
+    input_shape: tuple[int, int, int, int]
+    out_hw: tuple[int, int]
+    stride: tuple[int, int]
+    pad: tuple[int, int]
+
+
+def transpose_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
+                        activation: ir.Activation | int | Clamp = ir.Activation.NONE,
+                        pw: int | None = None, nv: int | None = None) -> KernelSpec:
+    """The gather kernel for filter [OC][KH][KW][IC] (TFLite's layout, packed here)."""
+    nb, ih, iw, ic = g.input_shape
+    oc, kh, kw, fic = filt.shape
+    if fic != ic:
+        raise ValueError(f"filter has {fic} input channels, input has {ic}")
+    (oh, ow), (sh, sw), (pt, pl) = g.out_hw, g.stride, g.pad
+    nv = nv or kernels.vectors_for(oc)
+    ocb = 16 * nv
+    ocp = packing.round_up(oc, ocb)
+    nj = -(-ow // sw)  # output columns of the widest phase
+    pw = min(pw or kernels.TILE_ROWS[nv], nj)
+    defines = {"NB": nb, "IH": ih, "IW": iw, "IC": ic, "OH": oh, "OW": ow, "OC": oc, "OCP": ocp, "KH": kh,
+               "KW": kw, "SH": sh, "SW": sw, "PT": pt, "PL": pl, "PW": pw, "NV": nv, "NJ": nj,
+               **kernels.activation_defines(activation)}
+    return KernelSpec(
+        files=("common.cl", "transpose_conv.cl"), name="transpose_conv", defines=defines,
+        global_size=(ocp // ocb, sw * -(-nj // pw), nb * oh), local_size=(1, 1, 1),
+        args=("input", "weights", "bias", "zeros", "output"),
+        constants={"weights": packing.pack_conv_weights(np.asarray(filt, np.float32), ocb),
+                   "bias": packing.pad_vector(bias, oc, ocp)},
+        zeros=ic, flops=2 * nb * ih * iw * ic * kh * kw * oc,
+    )
+
+
+def as_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
+                 activation: ir.Activation | int | Clamp) -> KernelSpec | None:
+    """Stride 1: the equivalent CONV_2D (flipped kernel, VALID over an input padded by KH-1-PT
+    before and whatever makes the output OH after); None when that padding would be negative."""
+    if g.stride != (1, 1):
+        return None
+    _, ih, iw, _ = g.input_shape
+    _, kh, kw, _ = filt.shape
+    top, left = kh - 1 - g.pad[0], kw - 1 - g.pad[1]
+    bottom, right = g.out_hw[0] - ih - top + kh - 1, g.out_hw[1] - iw - left + kw - 1
+    if min(top, left, bottom, right) < 0:
+        return None
+    flipped = np.ascontiguousarray(np.asarray(filt, np.float32)[:, ::-1, ::-1, :])
+    return kernels.conv2d_spec(g.input_shape, flipped, bias, padding=ir.Padding.VALID, activation=activation,
+                               pads=((top, bottom), (left, right)))
+
+
+def spec_for(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
+             activation: ir.Activation | int | Clamp) -> KernelSpec:
+    return as_conv_spec(g, filt, bias, activation) or transpose_conv_spec(g, filt, bias, activation)
+
+
+# -- TRANSPOSE_CONV ---------------------------------------------------------------------------------
+
+def _bias_tensor(op: ir.Operation) -> int:
+    return op.inputs[3] if len(op.inputs) > 3 else ir.NO_TENSOR
+
+
+def transpose_conv_geometry(graph: ir.Graph, op: ir.Operation) -> Geometry:
+    """TFLite's geometry: the padding of the forward conv that maps the output to the input."""
+    opts = options(op, TransposeConvOptions)
+    x = graph.tensors[op.inputs[2]].shape
+    _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
+    oh, ow = (int(v) for v in np.asarray(graph.tensors[op.inputs[0]].data).reshape(-1)[1:3])
+    wh = kernels.window(oh, kh, opts.stride_h, 1, opts.padding)
+    ww = kernels.window(ow, kw, opts.stride_w, 1, opts.padding)
+    return Geometry(tuple(x), (oh, ow), (opts.stride_h, opts.stride_w), (wh.pad, ww.pad))
+
+
+def check_transpose_conv(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """4-D operands that agree with the output-shape tensor, positive strides, a clamp activation."""
+    if len(op.inputs) < 3:
+        return "needs output shape, weights and input"
+    opts = options(op, TransposeConvOptions)
+    if min(opts.stride_h, opts.stride_w) < 1:
+        return f"strides ({opts.stride_h}, {opts.stride_w}) must be at least 1"
+    if int(opts.padding) not in (ir.Padding.SAME, ir.Padding.VALID):
+        return f"padding {opts.padding} not supported"
+    reason = activation_reason(opts.fused_activation_function)
+    if reason:
+        return reason
+    shape = np.asarray(graph.tensors[op.inputs[0]].data).reshape(-1)
+    w, x = graph.tensors[op.inputs[1]].shape, graph.tensors[op.inputs[2]].shape
+    y = graph.tensors[op.outputs[0]].shape
+    if len(w) != 4 or len(x) != 4 or shape.size != 4:
+        return "weights, input and output shape must be 4-D"
+    if tuple(int(v) for v in shape) != tuple(y):
+        return f"output shape tensor {shape.tolist()} differs from the output's {list(y)}"
+    if y[0] != x[0] or y[3] != w[0] or x[3] != w[3]:
+        return f"output {list(y)} does not fit input {list(x)} and weights {list(w)}"
+    bias = _bias_tensor(op)
+    if bias != ir.NO_TENSOR and graph.tensors[bias].data.size != w[0]:
+        return f"bias has {graph.tensors[bias].data.size} values for {w[0]} channels"
+    return None
+
+
+@lowering("TRANSPOSE_CONV", check=check_transpose_conv, params=(0,), constants=(1, 3), fuses_activation=True)
+def transpose_conv(ctx: EmitContext, op: ir.Operation) -> None:
+    bias = _bias_tensor(op)
+    spec = spec_for(transpose_conv_geometry(ctx.graph, op), ctx.constant(op.inputs[1]),
+                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp(op))
+    ctx.launch(spec, input=op.inputs[2], output=ctx.output(op))
+
+
+# -- MediaPipe's Convolution2DTransposeBias -----------------------------------------------------------
+
+def mediapipe_geometry(graph: ir.Graph, op: ir.Operation) -> Geometry:
+    """transpose_conv_bias.cc's geometry, from the fallback's parse of the custom options."""
+    same, sh, sw = fallback._mediapipe_options(Node.of(graph, op))
+    x = tuple(graph.tensors[op.inputs[0]].shape)
+    _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
+    total_h = max(0, kh - (x[1] - 1) % sh - 1) if same else 0
+    total_w = max(0, kw - (x[2] - 1) % sw - 1) if same else 0
+    out_hw = (sh * (x[1] - 1) + kh - total_h, sw * (x[2] - 1) + kw - total_w)
+    return Geometry(x, out_hw, (sh, sw), (total_h // 2, total_w // 2))
+
+
+def check_mediapipe(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """Input, OHWI weights and bias that fit, options that parse, the output shape they give."""
+    if len(op.inputs) != 3 or ir.NO_TENSOR in op.inputs:
+        return "needs input, weights and bias"
+    x, w = graph.tensors[op.inputs[0]].shape, graph.tensors[op.inputs[1]].shape
+    b, y = graph.tensors[op.inputs[2]].shape, graph.tensors[op.outputs[0]].shape
+    if len(x) != 4 or len(w) != 4 or len(b) != 1 or w[3] != x[3] or w[0] != b[0]:
+        return f"weights {list(w)} and bias {list(b)} do not fit input {list(x)}"
+    try:
+        g = mediapipe_geometry(graph, op)
+    except UnsupportedError as e:
+        return str(e).split(": ", 1)[-1]
+    if tuple(y) != (x[0], *g.out_hw, w[0]):
+        return f"output shape {list(y)} differs from the {[x[0], *g.out_hw, w[0]]} the options give"
+    return None
+
+
+@lowering(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
+def convolution_2d_transpose_bias(ctx: EmitContext, op: ir.Operation) -> None:
+    spec = spec_for(mediapipe_geometry(ctx.graph, op), ctx.constant(op.inputs[1]), ctx.constant(op.inputs[2]),
+                    ctx.clamp(op))
+    ctx.launch(spec, input=op.inputs[0], output=ctx.output(op))

@@ -1,0 +1,164 @@
+"""The OpenCL TRANSPOSE_CONV beyond tests/ops: registry coverage, wide channel counts (every
+register blocking, ragged channel tails), strides and phases, the stride-1 route through the conv
+kernels, a folded RELU6, and MediaPipe's op on a segmentation-sized upsampling."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import partitioner
+import teflon_py
+from teflon_py import ir
+from teflon_py.opencl import ops_transpose_conv as tc
+from teflon_py.tflite import options as O
+from teflon_py.tflite.builder import ModelBuilder
+from teflon_py.tflite.reader import read_model
+from tests.harness import check_model, relative_l2, run_litert, run_teflon, single_op
+from tests.ops.test_transpose_conv import _mediapipe_model
+
+pytest.importorskip("pyopencl")
+
+F32 = np.float32
+SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
+
+
+@pytest.fixture(scope="module")
+def device() -> None:
+    from teflon_py.errors import BackendError
+    from teflon_py.opencl import device as dev
+
+    try:
+        dev.get_context()
+    except BackendError as e:
+        pytest.skip(f"no OpenCL device: {e}")
+
+
+def test_registry_lowers_transpose_conv() -> None:
+    from teflon_py.opencl.lowering import supported_ops
+
+    assert {"TRANSPOSE_CONV", tc.MEDIAPIPE} <= supported_ops("float32")
+
+
+def natural_hw(x: tuple, k: tuple, stride: tuple, padding: ir.Padding) -> tuple[int, int]:
+    return tuple(size * s if padding == SAME else (size - 1) * s + kk for size, kk, s in zip(x[1:3], k, stride))
+
+
+def transpose_conv_model(x: tuple, k: tuple, oc: int, stride: tuple, padding: ir.Padding,
+                         extra: tuple = (0, 0), bias: bool = True, act: ir.Activation = ir.Activation.NONE,
+                         relu6: bool = False, seed: int = 0) -> bytes:
+    """One TRANSPOSE_CONV (and optionally a standalone RELU6 after it) with He-scaled weights."""
+    rng = np.random.default_rng(seed)
+    oh, ow = (d + e for d, e in zip(natural_hw(x, k, stride, padding), extra))
+    out_shape = (x[0], oh, ow, oc)
+    mb = ModelBuilder()
+    g = mb.main
+    xt = g.add_input("x", x, F32)
+    shape = g.add_constant("shape", np.array(out_shape, np.int32))
+    w = g.add_constant("w", (rng.standard_normal((oc, *k, x[3])) / np.sqrt(x[3] * k[0] * k[1])).astype(F32))
+    ins = [shape, w, xt]
+    if bias:
+        ins.append(g.add_constant("b", rng.standard_normal(oc).astype(F32)))
+    y = g.add_tensor("y", out_shape, F32)
+    g.add_op("TRANSPOSE_CONV", ins, [y], O.TransposeConvOptions(padding=padding, stride_h=stride[0],
+                                                                 stride_w=stride[1], fused_activation_function=act))
+    if relu6:
+        z = g.add_tensor("z", out_shape, F32)
+        g.add_op("RELU6", [y], [z])
+        y = z
+    g.mark_outputs(y)
+    return mb.build()
+
+
+#: (input, kernel, output channels, strides, padding, extra output rows/cols)
+CASES = [
+    ((1, 6, 5, 8), (3, 3), 40, (2, 2), SAME, (0, 0)),  # NV=3, ragged tail of 8
+    ((2, 4, 4, 16), (4, 4), 70, (2, 2), SAME, (0, 0)),  # NV=4 blocks and a 6-channel tail
+    ((1, 5, 9, 6), (3, 5), 17, (2, 3), VALID, (1, 2)),  # mixed strides, columns no input reaches
+    ((1, 4, 4, 3), (2, 2), 20, (3, 3), VALID, (0, 0)),  # gaps between footprints
+    ((1, 9, 7, 12), (3, 3), 24, (1, 1), SAME, (0, 0)),  # stride 1: the conv kernel
+    ((1, 5, 6, 7), (3, 2), 9, (1, 1), VALID, (0, 0)),  # stride 1 VALID: conv with full padding
+    ((2, 3, 4, 5), (5, 5), 33, (2, 1), SAME, (-1, 0)),  # odd output rows, stride 1 across
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_transpose_conv_geometries(device, case: tuple) -> None:
+    x, k, oc, stride, padding, extra = case
+    act = [ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU_N1_TO_1][CASES.index(case) % 3]
+    model = transpose_conv_model(x, k, oc, stride, padding, extra, bias=CASES.index(case) != 3, act=act,
+                                 seed=CASES.index(case))
+    it = check_model(model, "opencl")
+    assert [p.backend for p in it.placements()] == ["opencl"]
+
+
+def _spec(model: bytes):
+    graph = read_model(model).main
+    op = graph.operations[0]
+    g = tc.transpose_conv_geometry(graph, op)
+    return tc.spec_for(g, graph.tensors[op.inputs[1]].data, None, ir.Activation.NONE)
+
+
+def test_stride_one_runs_on_the_conv_kernels() -> None:
+    """Stride 1 is a flipped convolution (1x1 a GEMM); other strides take the gather kernel."""
+    assert _spec(transpose_conv_model(*CASES[4])).name == "conv2d"
+    assert _spec(transpose_conv_model((1, 7, 7, 8), (1, 1), 16, (1, 1), SAME)).name == "gemm"
+    assert _spec(transpose_conv_model(*CASES[6])).name == "transpose_conv"
+    assert _spec(transpose_conv_model(*CASES[0])).name == "transpose_conv"
+
+
+def test_relu6_folds_into_transpose_conv(device) -> None:
+    model = transpose_conv_model((1, 4, 5, 6), (3, 3), 20, (2, 2), SAME, relu6=True, seed=4)
+    graph = read_model(model).main
+    d = teflon_py.load_delegate("opencl")
+    parts = partitioner.partition(graph, {op.index for op in graph.operations if d.check(graph, op)})
+    assert len(parts) == 1 and len(parts[0].nodes) == 2
+    compiled = d.compile(graph, parts[0])
+    assert compiled.stats["launches"] == 1 and compiled.stats["folded"] == [1]
+    x = np.random.default_rng(0).standard_normal((1, 4, 5, 6)).astype(F32) * 4
+    (ours,), (expected,) = compiled.invoke([x]), run_litert(model, [x])
+    assert relative_l2(ours, expected) <= 1e-5 and ours.max() <= 6.0
+
+
+@pytest.mark.parametrize("padding", [1, 2], ids=["SAME", "VALID"])
+def test_mediapipe_upsampling(device, padding: int) -> None:
+    """A segmentation decoder's 2x upsampling (4x4 kernel, stride 2): LiteRT's VALID builtin over the
+    uncropped output, cropped by MediaPipe's padding, plus the bias."""
+    rng = np.random.default_rng(padding)
+    x_shape, k, oc, stride = (1, 12, 12, 32), (4, 4), 16, (2, 2)
+    w = (rng.standard_normal((oc, *k, x_shape[3])) / np.sqrt(32 * 16)).astype(F32)
+    b = rng.standard_normal(oc).astype(F32)
+    x = rng.standard_normal(x_shape).astype(F32)
+    total = 2 if padding == 1 else 0  # SAME: K - (in - 1) % stride - 1
+    full = natural_hw(x_shape, k, stride, VALID)
+    out_hw = (full[0] - total, full[1] - total)
+    builtin = single_op("TRANSPOSE_CONV", [{"data": np.array([1, *full, oc], np.int32)}, {"data": w},
+                                           {"shape": x_shape, "dtype": F32}],
+                        [{"shape": (1, *full, oc), "dtype": F32}],
+                        O.TransposeConvOptions(padding=VALID, stride_h=2, stride_w=2))
+    top = total // 2
+    expected = run_litert(builtin, [x])[0][:, top: top + out_hw[0], top: top + out_hw[1]] + b
+    (ours,), it = run_teflon(_mediapipe_model(x_shape, w, b, padding, stride, out_hw), [x], "opencl")
+    assert [p.backend for p in it.placements()] == ["opencl"]
+    assert relative_l2(ours, expected) <= 1e-5
+
+
+def test_unclaimed_transpose_convs_say_why() -> None:
+    model = transpose_conv_model((1, 4, 4, 3), (3, 3), 5, (2, 2), SAME)
+    graph = read_model(model).main
+    op = graph.operations[0]
+    d = teflon_py.load_delegate("opencl")
+    assert d.check(graph, op)
+    tanh = dataclasses.replace(op, options=dataclasses.replace(op.options, fused_activation_function=ir.Activation.TANH))
+    assert "TANH" in d.check(graph, tanh).reason
+    no_strides = dataclasses.replace(op, options=O.TransposeConvOptions(padding=SAME))
+    assert "strides" in d.check(graph, no_strides).reason
+    w = np.ones((5, 4, 4, 3), F32)
+    mediapipe = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (8, 8))).main
+    op = mediapipe.operations[0]
+    assert d.check(mediapipe, op)
+    short = dataclasses.replace(op, custom_options=b"\x01\x00\x00\x00")
+    assert "custom options hold 4 bytes" in d.check(mediapipe, short).reason
+    wrong = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (9, 8))).main
+    assert "differs" in d.check(wrong, wrong.operations[0]).reason
