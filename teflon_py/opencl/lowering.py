@@ -133,8 +133,16 @@ def _dtype_name(dtype: np.dtype) -> str:
     return "bool" if dtype == np.bool_ else np.dtype(dtype).name
 
 
+#: ops whose data operand is not their first input (TRANSPOSE_CONV's first: output shape; SPLIT's: axis)
+DATA_OPERAND: dict[str, int] = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
+
+
 def op_kind(graph: ir.Graph, op: ir.Operation) -> str:
-    """The dtype name that selects an op's lowering: its first input (else its first output)."""
+    """The dtype name that selects an op's lowering: its data operand, the first input unless
+    ``DATA_OPERAND`` says otherwise (else its first output)."""
+    k = DATA_OPERAND.get(op.name)
+    if k is not None and k < len(op.inputs) and op.inputs[k] != ir.NO_TENSOR:
+        return _dtype_name(graph.tensors[op.inputs[k]].dtype)
     for i in (*op.inputs, *op.outputs):
         if i != ir.NO_TENSOR:
             return _dtype_name(graph.tensors[i].dtype)
