@@ -121,35 +121,50 @@ def axis_stop(plan: SlicePlan, axis: int, start: int, offset: bool) -> int:
     return end
 
 
-@register("STRIDED_SLICE")
-def strided_slice(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
-    """Strided slice with begin/end/ellipsis/new-axis/shrink masks and the ``offset`` option."""
-    x, begin, end, strides = inputs
-    begin, end, strides = int_list(begin), int_list(end), int_list(strides)
+def strided_slice_ranges(
+    opts: object, in_shape: Sequence[int], begin: list[int], end: list[int], strides: list[int]
+) -> tuple[list[int], list[range | int]]:
+    """TFLite's effective STRIDED_SLICE, computed once for the fallback and the OpenCL lowering:
+    the shape to view the input as (new axes inserted) and, per axis of that view, the range of
+    indices taken, or the one index of a shrunk axis. ValueError on malformed parameters."""
     if not len(begin) == len(end) == len(strides):
-        raise node.error("begin, end and strides differ in length")
+        raise ValueError("begin, end and strides differ in length")
     if 0 in strides:
-        raise node.error("stride value has to be non-zero")
-    opts = node.options
-    plan = strided_slice_plan(opts, x.shape, begin, end, strides)
-    index: list[int | slice] = []
+        raise ValueError("stride value has to be non-zero")
+    plan = strided_slice_plan(opts, in_shape, begin, end, strides)
+    axes: list[range | int] = []
     for axis in range(len(plan.shape)):
         start, stride = axis_start(plan, axis), plan.strides[axis]
         if _bit(plan.shrink_mask, axis):
             if not 0 <= start < plan.shape[axis]:
-                raise node.error(
+                raise ValueError(
                     f"shrunk index {plan.begin[axis]} is out of range for dimension {plan.shape[axis]}"
                 )
-            index.append(start)
-            continue
-        stop = axis_stop(plan, axis, start, bool(opts.offset))
-        if stride > 0:
-            index.append(slice(start, stop, stride))
-        elif start < 0:
-            index.append(slice(0, 0))
-        else:
-            index.append(slice(start, stop if stop >= 0 else None, stride))
-    return dense(x.reshape(plan.shape)[tuple(index)])
+            axes.append(start)
+        else:  # a negative stride runs down to -1 at most, so range() holds exactly the indices
+            axes.append(range(start, axis_stop(plan, axis, start, bool(opts.offset)), stride))
+    return plan.shape, axes
+
+
+def _as_index(axis: range | int) -> slice | int:
+    """A NumPy index for one entry of ``strided_slice_ranges``."""
+    if isinstance(axis, int):
+        return axis
+    if not axis:
+        return slice(0, 0)
+    return slice(axis.start, axis.stop if axis.stop >= 0 else None, axis.step)
+
+
+@register("STRIDED_SLICE")
+def strided_slice(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """Strided slice with begin/end/ellipsis/new-axis/shrink masks and the ``offset`` option."""
+    x, begin, end, strides = inputs
+    try:
+        params = (int_list(v) for v in (begin, end, strides))
+        shape, axes = strided_slice_ranges(node.options, x.shape, *params)
+    except ValueError as e:
+        raise node.error(str(e)) from None
+    return dense(x.reshape(shape)[tuple(_as_index(a) for a in axes)])
 
 
 def check_range(node: Node, idx: np.ndarray, limit: int, what: str) -> None:
@@ -225,7 +240,7 @@ def one_hot(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
         raise node.error(f"depth {depth} is negative")
     axis = node.options.axis
     axis = normalize_axis(node, axis, indices.ndim + 1)
-    hot = indices[..., None] == np.arange(depth)
+    hot = indices.astype(np.int32)[..., None] == np.arange(depth)  # LiteRT: static_cast<int>(index)
     dtype = node.outputs[0].dtype
     y = np.where(hot, np.asarray(on).reshape(()), np.asarray(off).reshape(())).astype(dtype)
     return dense(np.moveaxis(y, -1, axis))

@@ -55,7 +55,7 @@ def _float_scale(in_size: int, out_size: int, align: bool) -> np.float32:
     return np.float32(in_size) / np.float32(out_size)
 
 
-def _float_axis(
+def float_axis(
     in_size: int, out_size: int, align: bool, half: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Float kernel's per-output (source coordinate, lower index, upper index) along one axis."""
@@ -73,7 +73,7 @@ def _cdiv(a: np.ndarray, b: int) -> np.ndarray:
     return np.where(a < 0, -q, q)
 
 
-def _integer_axis(
+def integer_axis(
     in_size: int, out_size: int, align: bool, half: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Integer kernel's per-output (source coordinate in 1/1024, lower index, upper index)."""
@@ -130,15 +130,15 @@ def resize_bilinear(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarr
     dtype = np.dtype(x.dtype)
     _, h, w, _ = x.shape
     if dtype in (np.float32, np.uint8):
-        out = _bilinear_float(x, _float_axis(h, oh, align, half), _float_axis(w, ow, align, half))
+        out = _bilinear_float(x, float_axis(h, oh, align, half), float_axis(w, ow, align, half))
         if dtype == np.uint8:  # TfLiteRound, then the cast: the blend stays within [0, 255]
             return quant.round_half_away(out).astype(np.uint8)
         return out
-    out = _bilinear_integer(x, _integer_axis(h, oh, align, half), _integer_axis(w, ow, align, half))
+    out = _bilinear_integer(x, integer_axis(h, oh, align, half), integer_axis(w, ow, align, half))
     return quant.wrap_int(out, dtype.itemsize * 8).astype(dtype)  # static_cast, as the kernel
 
 
-def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+def nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
     """Source index of each output position along one axis (GetNearestNeighbor)."""
     scale = _float_scale(in_size, out_size, align)
     src = (np.arange(out_size, dtype=np.float32) + np.float32(0.5 if half else 0.0)) * scale
@@ -154,5 +154,5 @@ def resize_nearest_neighbor(node: Node, inputs: Sequence[np.ndarray | None]) -> 
     oh, ow, align, half = _prepare(node, x, inputs[1])
     _, h, w, _ = x.shape
     return np.ascontiguousarray(
-        _gather(x, _nearest_axis(h, oh, align, half), _nearest_axis(w, ow, align, half))
+        _gather(x, nearest_axis(h, oh, align, half), nearest_axis(w, ow, align, half))
     )

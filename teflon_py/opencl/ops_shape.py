@@ -1,118 +1,196 @@
-"""RESHAPE/SQUEEZE/EXPAND_DIMS (aliases: same bytes, no kernel), CONCATENATION and PAD."""
+"""RESHAPE/SQUEEZE/EXPAND_DIMS (aliases: same bytes, no kernel), CONCATENATION, and the pads PAD,
+PADV2 (a constant) and MIRROR_PAD (reflections), for every element type, on ``ops_movement``'s
+kernels (``movement.cl``): strided copies, the pad kernel, table gathers."""
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.fallback.movement import mirror_indices
 from teflon_py.opencl import kernels
 from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, lowering, options
-from teflon_py.tflite.options import ConcatenationOptions
-
-FILES = ("common.cl", "elementwise.cl")
+from teflon_py.opencl.lowering import EmitContext, options
+from teflon_py.opencl.ops_movement import (
+    FILES,
+    RANK,
+    Copy,
+    Gather,
+    Moves,
+    data_operands,
+    data_reason,
+    dense_strides,
+    elements,
+    emit_moves,
+    emit_table,
+    fill_value,
+    flat_copy_spec,
+    launch,
+    movement,
+    moves_checker,
+    normalize_axis,
+    param,
+    shape_reason,
+    suffix,
+    table_checker,
+)
+from teflon_py.tflite.options import ConcatenationOptions, MirrorPadOptions
 
 
 def check_alias(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """An alias holds as many values as its input, and the same quantization."""
     x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    if int(np.prod(x, dtype=np.int64)) != int(np.prod(y, dtype=np.int64)):
+    if elements(x) != elements(y):
         return f"output shape {list(y)} holds a different number of values than input {list(x)}"
-    return None
+    return data_reason(graph, data_operands(op, (1,)))
 
 
-@lowering("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=check_alias, params=(1,), max_rank=None)
+@movement("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=check_alias, params=(1,))
 def alias(ctx: EmitContext, op: ir.Operation) -> None:
-    """The output is the input's bytes under another shape: an alias, no launch."""
-    ctx.alias(op.outputs[0], op.inputs[0])
+    """The output is the input's bytes under another shape: an alias, no launch (a constant
+    input is copied instead: it travels as raw bytes in the launch's spec)."""
+    x = op.inputs[0]
+    if ctx.constant(x) is not None:
+        launch(ctx, flat_copy_spec(elements(ctx.shape(x)), ctx.graph.tensors[x].dtype), input=x,
+               output=ctx.output(op))
+    else:
+        ctx.alias(op.outputs[0], x)
 
 
-def check_concatenation(graph: ir.Graph, op: ir.Operation) -> str | None:
+def plan_concatenation(graph: ir.Graph, op: ir.Operation) -> Moves:
+    """Input k copied into its run of indices along ``axis`` of the output."""
     opts = options(op, ConcatenationOptions)
     if opts.fused_activation_function != ir.Activation.NONE:
-        return "fused activation not supported"
-    shapes = [graph.tensors[t].shape for t in op.inputs]
-    out = graph.tensors[op.outputs[0]].shape
-    rank = len(out)
-    if rank == 0 or not -rank <= opts.axis < rank:
-        return f"axis {opts.axis} out of range for rank {rank}"
-    axis = opts.axis % rank
-    for s in shapes:
-        if len(s) != rank or any(d != o for i, (d, o) in enumerate(zip(s, out)) if i != axis):
-            return f"input shape {list(s)} does not match output {list(out)} off axis {axis}"
-    if sum(s[axis] for s in shapes) != out[axis]:
-        return "input sizes along the axis do not add up to the output's"
-    return None
-
-
-def copy2d_spec(rows: int, cols: int, s_stride: int, d_stride: int, s_off: int = 0, d_off: int = 0) -> KernelSpec:
-    """``rows`` x ``cols`` floats from one strided layout into another."""
-    global_size, rpi, chunk = kernels.row_blocks(rows, cols)
-    args = kernels.scalars(s_off=s_off, d_off=d_off, rows=rows, rpi=rpi, cols=cols, chunk=chunk,
-                           s_stride=s_stride, d_stride=d_stride)
-    return KernelSpec(files=FILES, name="copy2d", defines={}, global_size=global_size, local_size=(1, 1),
-                      args=("input", "output", *args), scalars=args)
-
-
-@lowering("CONCATENATION", check=check_concatenation, max_rank=None)
-def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
-    """One strided copy per input into its slice of the output."""
-    out = ctx.shape(op.outputs[0])
-    axis = options(op, ConcatenationOptions).axis % len(out)
-    outer = int(np.prod(out[:axis], dtype=np.int64))
-    row = int(np.prod(out[axis:], dtype=np.int64))
+        raise ValueError("fused activation not supported")
+    out = tuple(graph.tensors[op.outputs[0]].shape)
+    axis = normalize_axis(opts.axis, len(out))
+    strides = dense_strides(out)
+    moves = Moves([], {0: out})
     offset = 0
     for t in op.inputs:
-        cols = int(np.prod(ctx.shape(t)[axis:], dtype=np.int64))
-        ctx.launch(copy2d_spec(outer, cols, cols, row, 0, offset), input=t, output=ctx.output(op))
-        offset += cols
+        shape = tuple(graph.tensors[t].shape)
+        if len(shape) != len(out) or any(d != o for i, (d, o) in enumerate(zip(shape, out)) if i != axis):
+            raise ValueError(f"input shape {list(shape)} does not match output {list(out)} off axis {axis}")
+        moves.copies.append((Copy(shape, dense_strides(shape), strides, 0, offset * strides[axis]), t, 0))
+        offset += shape[axis]
+    if offset != out[axis]:
+        raise ValueError("input sizes along the axis do not add up to the output's")
+    return moves
 
 
-def pad_geometry(shape: tuple[int, ...], paddings: np.ndarray) -> tuple[list[int], list[int], list[int]]:
-    """(input dims, before-pads, after-pads) collapsed to four: an unpadded dim merges into the one
-    before it. ValueError when more than four dims remain."""
-    dims: list[list[int]] = []  # [size, before, after]
-    for d, (before, after) in zip(shape, paddings.tolist()):
+@movement("CONCATENATION", check=moves_checker(plan_concatenation, ()))
+def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
+    """One strided copy per input into its slice of the output (a plain row copy per outer index)."""
+    emit_moves(ctx, op, plan_concatenation(ctx.graph, op))
+
+
+# -- pads -------------------------------------------------------------------------------------
+
+
+def pad_geometry(shape: Sequence[int], paddings: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(input size, before, after) per dim, an unpadded dim merged into the one before it, padded
+    in front to five. ValueError when more than five remain."""
+    dims: list[tuple[int, int, int]] = []
+    for d, (before, after) in zip(shape, paddings):
         if dims and before == 0 and after == 0:
-            dims[-1] = [dims[-1][0] * d, dims[-1][1] * d, dims[-1][2] * d]
+            dims[-1] = (dims[-1][0] * d, dims[-1][1] * d, dims[-1][2] * d)
         else:
-            dims.append([d, int(before), int(after)])
-    if len(dims) > 4:
-        raise ValueError(f"padding needs {len(dims)} dimensions after collapsing (at most 4)")
-    dims = [[1, 0, 0]] * (4 - len(dims)) + dims
-    return [d for d, _, _ in dims], [b for _, b, _ in dims], [a for _, _, a in dims]
+            dims.append((d, before, after))
+    if len(dims) > RANK:
+        raise ValueError(f"padding needs {len(dims)} dimensions after collapsing (at most {RANK})")
+    return [(1, 0, 0)] * (RANK - len(dims)) + dims
 
 
-def _paddings(graph: ir.Graph, op: ir.Operation) -> np.ndarray:
+def paddings_of(graph: ir.Graph, op: ir.Operation) -> list[tuple[int, int]]:
+    """The constant ``[rank, 2]`` paddings operand as non-negative (before, after) pairs."""
     rank = len(graph.tensors[op.inputs[0]].shape)
-    p = np.asarray(graph.tensors[op.inputs[1]].data).astype(np.int64)
-    if p.shape != (rank, 2):
-        raise ValueError(f"paddings of shape {list(p.shape)} for rank {rank}")
-    return p
+    p = param(graph, op, 1)
+    if len(p) != 2 * rank or min(p, default=0) < 0:
+        raise ValueError(f"paddings {p} do not fit an input of rank {rank}")
+    return [(p[2 * i], p[2 * i + 1]) for i in range(rank)]
+
+
+def pad_spec(sfx: str, shape: Sequence[int], paddings: Sequence[tuple[int, int]],
+             value: np.generic) -> KernelSpec:
+    """``pad_<sfx>``: each output row filled from its input row and ``value``."""
+    dims = pad_geometry(shape, paddings)
+    out = [d + b + a for d, b, a in dims]
+    rows = out[0] * out[1] * out[2] * out[3]
+    rpi = max(1, 4096 // out[4])
+    args = {**kernels.scalars(rows=rows, rpi=rpi, o1=out[1], o2=out[2], o3=out[3], o4=out[4],
+                              **{f"i{k}": d[0] for k, d in enumerate(dims)},
+                              **{f"p{k}": d[1] for k, d in enumerate(dims)}), "value": value}
+    return KernelSpec(files=FILES, name=f"pad_{sfx}", defines={}, global_size=(1, -(-rows // rpi)),
+                      local_size=(1, 1), args=("input", "output", *args), scalars=args)
+
+
+def check_pad_shape(graph: ir.Graph, op: ir.Operation, params: Sequence[int]) -> str | None:
+    """The checks PAD and PADV2 share: raw copies, paddings that fit, the output shape they give."""
+    reason = data_reason(graph, data_operands(op, params))
+    if reason:
+        return reason
+    try:
+        paddings = paddings_of(graph, op)
+        shape = graph.tensors[op.inputs[0]].shape
+        pad_geometry(shape, paddings)
+    except ValueError as e:
+        return str(e)
+    return shape_reason(graph, op, 0, [d + a + b for d, (a, b) in zip(shape, paddings)])
+
+
+def pad_value(graph: ir.Graph, op: ir.Operation) -> np.generic:
+    """PAD/PADV2's fill: the value operand (raw), else the output zero point (0 unless quantized)."""
+    y = graph.tensors[op.outputs[0]]
+    if len(op.inputs) > 2 and op.inputs[2] != ir.NO_TENSOR:
+        value = np.asarray(graph.tensors[op.inputs[2]].data).reshape(-1)[0]
+    else:
+        value = y.zero_point
+    return fill_value(value, np.dtype(y.dtype).name)
+
+
+def emit_pad(ctx: EmitContext, op: ir.Operation) -> None:
+    """PAD and PADV2: one ``pad`` launch."""
+    x = op.inputs[0]
+    spec = pad_spec(suffix(ctx.graph, x), ctx.shape(x), paddings_of(ctx.graph, op), pad_value(ctx.graph, op))
+    launch(ctx, spec, input=x, output=ctx.output(op))
+
+
+def check_padv2(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """PADV2: PAD's checks, and a pad value of one element of the input's type."""
+    reason = check_pad_shape(graph, op, (1, 2))
+    if reason is None and len(op.inputs) > 2 and op.inputs[2] != ir.NO_TENSOR:
+        v = graph.tensors[op.inputs[2]]
+        if v.dtype != graph.tensors[op.inputs[0]].dtype or elements(v.shape) != 1:
+            return "the pad value must be one element of the input's type"
+    return reason
 
 
 def check_pad(graph: ir.Graph, op: ir.Operation) -> str | None:
-    try:
-        p = _paddings(graph, op)
-        if (p < 0).any():
-            return "negative paddings"
-        x = graph.tensors[op.inputs[0]].shape
-        if tuple(d + a + b for d, (a, b) in zip(x, p.tolist())) != tuple(graph.tensors[op.outputs[0]].shape):
-            return "output shape does not follow from the paddings"
-        pad_geometry(x, p)
-    except ValueError as e:
-        return str(e)
-    return None
+    """PAD: raw copies, paddings that fit, the output shape they give."""
+    return check_pad_shape(graph, op, (1,))
 
 
-@lowering("PAD", check=check_pad, params=(1,), max_rank=None)
-def pad(ctx: EmitContext, op: ir.Operation) -> None:
-    """Each output row (innermost dim) filled from its input row and zeros (float PAD pads with 0)."""
-    x = op.inputs[0]
-    dims, before, after = pad_geometry(ctx.shape(x), _paddings(ctx.graph, op))
-    out = [d + b + a for d, b, a in zip(dims, before, after)]
-    rows = out[0] * out[1] * out[2]
-    rpi = max(1, 4096 // out[3])
-    args = kernels.scalars(rows=rows, rpi=rpi, o1=out[1], o2=out[2], o3=out[3], i0=dims[0], i1=dims[1], i2=dims[2],
-                           i3=dims[3], p0=before[0], p1=before[1], p2=before[2], p3=before[3], value=0.0)
-    spec = KernelSpec(files=FILES, name="pad4", defines={}, global_size=(1, -(-rows // rpi)), local_size=(1, 1),
-                      args=("input", "output", *args), scalars=args)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+movement("PAD", check=check_pad, params=(1,))(emit_pad)
+movement("PADV2", check=check_padv2, params=(1, 2))(emit_pad)
+
+
+def plan_mirror_pad(graph: ir.Graph, op: ir.Operation) -> Gather:
+    """MIRROR_PAD: TFLite's per-axis source index (REFLECT excludes the edge, SYMMETRIC repeats it)."""
+    shape = graph.tensors[op.inputs[0]].shape
+    offset = 1 if options(op, MirrorPadOptions).mode == 0 else 0
+    tables, out = [], []
+    for d, s, (left, right) in zip(shape, dense_strides(shape), paddings_of(graph, op)):
+        if left > d - offset or right > d - offset:
+            raise ValueError(f"padding ({left}, {right}) too large for dimension {d} in this mode")
+        tables.append(mirror_indices(d + left + right, left, d, offset) * s)
+        out.append(d + left + right)
+    return Gather(tables, tuple(out))
+
+
+def mirror_pad(ctx: EmitContext, op: ir.Operation) -> None:
+    """MIRROR_PAD: one table gather."""
+    emit_table(ctx, op, plan_mirror_pad(ctx.graph, op))
+
+
+movement("MIRROR_PAD", check=table_checker(plan_mirror_pad, (1,)), params=(1,))(mirror_pad)
