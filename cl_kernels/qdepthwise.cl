@@ -1,0 +1,78 @@
+// int8 / uint8 NHWC DEPTHWISE_CONV_2D, output channel oc = ic * DM + m, 16 output channels per
+// work-item as int32 lanes, PW consecutive output pixels of one row. Needs quant.cl before it.
+// Per kernel row the SPAN input pixels the PW outputs touch are loaded once, less the input zero
+// point (taps in the padding are zero and rows outside are skipped, as the reference kernel
+// skips them); weights arrive zero-point-free as int32 [KH][KW][OCP], bias as int32 [OCP].
+// The epilogue requantizes per channel (multiplier, left and right shift), adds the output zero
+// point and clamps. Macros: XT (char|uchar) PW KW SW DW [DM1]; the rest are arguments.
+// Global (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
+#define SPAN ((PW - 1) * SW + (KW - 1) * DW + 1)
+
+typedef XT xt16u __attribute__((ext_vector_type(16), aligned(1)));
+typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
+typedef int i16u __attribute__((ext_vector_type(16), aligned(4)));
+#define LOADI16(p) (*(const __global i16u*)(p))
+
+// The 16 output channels' inputs at pixel `px`, less the zero point: one vector load when DM == 1
+// and the block is whole, else a lane-by-lane gather that stops at the last channel.
+inline i16v load_channels(const __global XT* px, int oc0, int C, int DM, int OC, int zp) {
+#ifdef DM1
+  if (oc0 + 16 <= C) return __builtin_convertvector(*(const __global xt16u*)(px + oc0), i16v) - zp;
+#endif
+  i16v v = 0;
+  for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? (int)px[(oc0 + l) / DM] - zp : 0;
+  return v;
+}
+
+__kernel void qdepthwise(__global const XT* restrict in, __global const int* restrict w,
+                         __global const int* restrict bias, __global const int* restrict mult,
+                         __global const int* restrict lshift, __global const int* restrict rshift,
+                         __global XT* restrict out, const int IH, const int IW, const int C,
+                         const int DM, const int OC, const int OH, const int OW, const int KH,
+                         const int SH, const int DH, const int PT, const int PL, const int in_zp,
+                         const int out_zp, const int lo, const int hi) {
+  const int oc0 = get_global_id(0) * 16;
+  const int ow0 = get_global_id(1) * PW;
+  const int row = get_global_id(2);  // n * OH + oh
+  const int n = row / OH, oh = row % OH;
+  const int ocp = get_global_size(0) * 16;
+  const __global XT* img = in + n * (IH * IW * C);
+
+  i16v acc[PW];
+  const i16v b = LOADI16(bias + oc0);
+#pragma unroll
+  for (int p = 0; p < PW; p++) acc[p] = b;
+
+  for (int kh = 0; kh < KH; kh++) {
+    const int ih = oh * SH - PT + kh * DH;
+    if ((uint)ih >= (uint)IH) continue;
+    const __global XT* line = img + ih * (IW * C);
+    i16v x[SPAN];
+#pragma unroll
+    for (int t = 0; t < SPAN; t++) {
+      const int iw = ow0 * SW - PL + t;
+      x[t] = (uint)iw < (uint)IW ? load_channels(line + iw * C, oc0, C, DM, OC, in_zp) : (i16v)(0);
+    }
+#pragma unroll
+    for (int kw = 0; kw < KW; kw++) {
+      const i16v wv = LOADI16(w + (kh * KW + kw) * ocp + oc0);
+#pragma unroll
+      for (int p = 0; p < PW; p++) acc[p] = x[p * SW + kw * DW] * wv + acc[p];
+    }
+  }
+  const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
+  __global XT* o = out + (row * OW + ow0) * OC + oc0;
+#pragma unroll
+  for (int p = 0; p < PW; p++) {
+    if (ow0 + p < OW) {
+      i16v v = q_mbqm16(acc[p], m, l, r) + out_zp;
+      v = v < lo ? (i16v)(lo) : v;
+      v = v > hi ? (i16v)(hi) : v;
+      if (oc0 + 16 <= OC) {
+        *(__global c16u*)(o + p * OC) = __builtin_convertvector(v, c16u);
+      } else {
+        for (int t = 0; t < OC - oc0; t++) o[p * OC + t] = (XT)v[t];
+      }
+    }
+  }
+}

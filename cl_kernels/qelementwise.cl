@@ -1,0 +1,114 @@
+// int8 / uint8 elementwise kernels, every size and constant an ARGUMENT (one program for all
+// shapes and both types). Needs quant.cl before it.
+//
+// 8-bit tensors travel as bytes: a code u = byte ^ flip (flip 0x80 for int8, 0 for uint8) indexes
+// 256-entry tables built on the host by the fallback's own formulas, in value order (u = 0 is the
+// type's minimum), and results are stored as the low byte of the clamped int.
+// Work split as elementwise.cl: rows of `inner` elements, `rpi` rows or one `chunk` per item.
+
+typedef uchar uc16u __attribute__((ext_vector_type(16), aligned(1)));
+typedef uchar uc16v __attribute__((ext_vector_type(16)));
+
+// ADD / SUB / MUL with numpy broadcasting (host: ops_elementwise.broadcast_geometry):
+// out = clamp(MBQM(COMBINE(ta[ua], tb[ub]), m, shift) + zo). ADD/SUB's tables hold each input
+// already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp.
+#define QBINARY(NAME, COMBINE)                                                                      \
+  __kernel void NAME(__global const uchar* restrict A, __global const uchar* restrict B,          \
+                     __global uchar* restrict O, __global const int* restrict ta,                  \
+                     __global const int* restrict tb, const int rows, const int rpi,               \
+                     const int inner, const int chunk, const int sa_in, const int sb_in,           \
+                     const int d1, const int d2, const int d3, const int sa0, const int sa1,       \
+                     const int sa2, const int sa3, const int sb0, const int sb1, const int sb2,    \
+                     const int sb3, const int flip, const int m, const int shift, const int zo,    \
+                     const int lo, const int hi) {                                                 \
+    const int c0 = get_global_id(0) * chunk;                                                        \
+    const int c1 = c0 + chunk < inner ? c0 + chunk : inner;                                         \
+    const int r0 = get_global_id(1) * rpi;                                                          \
+    const int r1 = r0 + rpi < rows ? r0 + rpi : rows;                                               \
+    const i16v m16 = m, l16 = shift > 0 ? shift : 0, r16 = shift > 0 ? 0 : -shift;                  \
+    for (int r = r0; r < r1; r++) {                                                                 \
+      int q = r;                                                                                    \
+      const int i3 = q % d3; q /= d3;                                                               \
+      const int i2 = q % d2; q /= d2;                                                               \
+      const int i1 = q % d1; const int i0 = q / d1;                                                 \
+      const __global uchar* a = A + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3;                      \
+      const __global uchar* b = B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3;                      \
+      __global uchar* o = O + r * inner;                                                            \
+      int i = c0;                                                                                   \
+      for (; i + 16 <= c1; i += 16) { /* 16 at a time: table gathers, vector requantization */    \
+        i16v x, y;                                                                                  \
+        _Pragma("unroll") for (int l = 0; l < 16; l++) {                                           \
+          x[l] = ta[a[(i + l) * sa_in] ^ flip];                                                     \
+          y[l] = tb[b[(i + l) * sb_in] ^ flip];                                                     \
+        }                                                                                           \
+        i16v v = q_mbqm16(COMBINE, m16, l16, r16) + zo;                                             \
+        v = v < lo ? (i16v)(lo) : v;                                                                \
+        v = v > hi ? (i16v)(hi) : v;                                                                \
+        *(__global uc16u*)(o + i) = __builtin_convertvector(v, uc16v);                              \
+      }                                                                                             \
+      for (; i < c1; i++) {                                                                         \
+        const int x = ta[a[i * sa_in] ^ flip], y = tb[b[i * sb_in] ^ flip];                         \
+        int v = q_mbqm(COMBINE, m, shift) + zo;                                                     \
+        v = v < lo ? lo : (v > hi ? hi : v);                                                        \
+        o[i] = (uchar)v;                                                                            \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
+QBINARY(qadd, x + y)
+QBINARY(qsub, x - y)
+QBINARY(qmul, x * y)
+
+// Any 8-bit -> 8-bit function of one value (RELU family, LOGISTIC, TANH, HARD_SWISH, integer
+// QUANTIZE): out[i] = table[code], the table computed by the fallback kernel itself on all codes.
+__kernel void qlut(__global const uchar* restrict X, __global uchar* restrict O,
+                   __global const uchar* restrict table, const int n, const int chunk, const int flip) {
+  const int c0 = get_global_id(0) * chunk;
+  const int c1 = c0 + chunk < n ? c0 + chunk : n;
+  for (int i = c0; i < c1; i++) O[i] = table[X[i] ^ flip];
+}
+
+// QUANTIZE float32 -> 8-bit, per tensor or per channel (channel c = (i / inner) % channels):
+// TFLite's AffineQuantize, round(x / scale) + zero point with halves away from zero, saturated.
+// The float32 quotient is correctly rounded: a double division rounded to float is (53 >= 2 * 24
+// + 2 bits), and PoCL's float division is IEEE anyway.
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define QUOTIENT(x, s) ((float)((double)(x) / (double)(s)))
+#else
+#define QUOTIENT(x, s) ((x) / (s))
+#endif
+
+__kernel void qquantize(__global const float* restrict X, __global uchar* restrict O,
+                        __global const float* restrict scale, __global const int* restrict zp,
+                        const int n, const int chunk, const int inner, const int channels,
+                        const int qmin, const int qmax) {
+  const int c0 = get_global_id(0) * chunk;
+  const int c1 = c0 + chunk < n ? c0 + chunk : n;
+  for (int i = c0; i < c1; i++) {
+    const int c = (i / inner) % channels;
+    float v = QUOTIENT(X[i], scale[c]);
+    v = v > 1073741824.0f ? 1073741824.0f : (v < -1073741824.0f ? -1073741824.0f : v);
+    const int t = (int)v;  // truncates toward zero
+    const float f = v - (float)t;
+    int q = t + (f >= 0.5f ? 1 : 0) - (f <= -0.5f ? 1 : 0) + zp[c];
+    q = q < qmin ? qmin : (q > qmax ? qmax : q);
+    O[i] = (uchar)q;
+  }
+}
+
+// DEQUANTIZE 8-bit -> float32, per tensor or per channel: scale * (q - zero point). The product
+// of a float32 and an integer below 2^9 is exact in double, so one float32 rounding (this
+// multiply) gives LiteRT's double-then-float result.
+__kernel void qdequantize(__global const uchar* restrict X, __global float* restrict O,
+                          __global const float* restrict scale, __global const int* restrict zp,
+                          const int n, const int chunk, const int inner, const int channels,
+                          const int flip) {
+  const int c0 = get_global_id(0) * chunk;
+  const int c1 = c0 + chunk < n ? c0 + chunk : n;
+  for (int i = c0; i < c1; i++) {
+    const int c = (i / inner) % channels;
+    const int q = (int)(X[i] ^ flip) - flip;
+    O[i] = scale[c] * (float)(q - zp[c]);
+  }
+}

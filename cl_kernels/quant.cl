@@ -1,0 +1,149 @@
+// TFLite's integer requantization arithmetic: the C twin of teflon_py/quant (core.py, fixedpoint.py).
+// One formula, two renderings: tests/test_quant_cl.py runs both on random vectors and compares.
+//
+// Every function works on int32 values with C's wrapping made explicit (arithmetic through uint
+// where TFLite's int32 would wrap), and 64-bit arithmetic only where a 32x32-bit product must be
+// exact (SaturatingRoundingDoublingHighMul): once per output element, never in a MAC loop.
+// Builtins are avoided (PoCL 3.0 on CPUs turns them into calls): shifts, ternaries and plain
+// arithmetic only; clz is written out (used once per softmax row).
+
+typedef int i16v __attribute__((ext_vector_type(16)));
+typedef uint u16v __attribute__((ext_vector_type(16)));
+typedef long l16v __attribute__((ext_vector_type(16)));
+
+#define Q_INT32_MIN (-2147483647 - 1)
+#define Q_INT32_MAX 2147483647
+
+// gemmlowp's SaturatingRoundingDoublingHighMul: round(a * b / 2^31), the nudge 1 - 2^30 for
+// negative products with truncating division, saturating INT32_MIN * INT32_MIN.
+inline int q_srdhm(int a, int b) {
+  if (a == Q_INT32_MIN && b == Q_INT32_MIN) return Q_INT32_MAX;
+  const long ab = (long)a * (long)b;
+  const long nudged = ab + (ab >= 0 ? (1L << 30) : (1L - (1L << 30)));
+  const long high = nudged >= 0 ? nudged >> 31 : -((-nudged) >> 31);
+  return (int)high;
+}
+
+// gemmlowp's RoundingDivideByPOT: x / 2^e rounded half away from zero, e in [0, 31]. 32-bit only.
+inline int q_rdbpot(int x, int e) {
+  const int mask = (int)((1u << e) - 1u);
+  const int remainder = x & mask;
+  const int threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + (remainder > threshold ? 1 : 0);
+}
+
+// TFLite's MultiplyByQuantizedMultiplier: (x << left) wrapped to int32, SRDHM by m, then
+// RoundingDivideByPOT by the right shift. shift > 0 shifts left, < 0 right (down to -31).
+inline int q_mbqm(int x, int m, int shift) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  return q_rdbpot(q_srdhm((int)((uint)x << left), m), right);
+}
+
+// The same for 16 lanes with per-lane multipliers m > 0 (every scale is positive) and the shift
+// split into its left and right parts. For m > 0 the SRDHM is floor((x * m + 2^30) / 2^31): its
+// negative nudge with truncating division equals the positive nudge with flooring (see
+// teflon_py.quant.requantize), so one 64-bit multiply-add and an arithmetic shift per lane.
+inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
+  const i16v xs = __builtin_astype(__builtin_astype(x, u16v) << __builtin_astype(left, u16v), i16v);
+  const l16v p = __builtin_convertvector(xs, l16v) * __builtin_convertvector(m, l16v) + (l16v)(1L << 30);
+  const i16v hi = __builtin_convertvector(p >> 31, i16v);
+  const i16v mask = __builtin_astype(((u16v)(1u) << __builtin_astype(right, u16v)) - (u16v)(1u), i16v);
+  const i16v remainder = hi & mask;
+  const i16v threshold = (mask >> 1) - (hi < 0);  // a true lane compares as -1
+  return (hi >> right) - (remainder > threshold);
+}
+
+// gemmlowp's SaturatingRoundingMultiplyByPOT for a compile-time-known sign of `e`.
+inline int q_sat_shift_left(int x, int e) {
+  const int threshold = (int)((1u << (31 - e)) - 1u);
+  return x > threshold ? Q_INT32_MAX : (x < -threshold ? Q_INT32_MIN : (int)((uint)x << e));
+}
+
+// gemmlowp's Rescale between fixed-point formats: src integer bits -> dst integer bits.
+inline int q_rescale(int x, int src_bits, int dst_bits) {
+  const int e = src_bits - dst_bits;
+  return e > 0 ? q_sat_shift_left(x, e) : (e < 0 ? q_rdbpot(x, -e) : x);
+}
+
+// gemmlowp's RoundingHalfSum: (a + b) / 2 rounded half away from zero.
+inline int q_rounding_half_sum(int a, int b) {
+  long s = (long)a + (long)b;
+  s += s >= 0 ? 1 : -1;
+  return (int)(s >= 0 ? s >> 1 : -((-s) >> 1));
+}
+
+// CountLeadingZeros of x read as uint32 (32 for 0), without the clz builtin.
+inline int q_clz(int x) {
+  uint u = (uint)x;
+  int n = 0;
+  if (u == 0u) return 32;
+  if (u <= 0x0000FFFFu) { n += 16; u <<= 16; }
+  if (u <= 0x00FFFFFFu) { n += 8; u <<= 8; }
+  if (u <= 0x0FFFFFFFu) { n += 4; u <<= 4; }
+  if (u <= 0x3FFFFFFFu) { n += 2; u <<= 2; }
+  if (u <= 0x7FFFFFFFu) { n += 1; }
+  return n;
+}
+
+// gemmlowp's one_over_one_plus_x_for_x_in_0_1: Q0 a -> Q0 1/(1+a), three Newton-Raphson steps.
+inline int q_one_over_one_plus_x(int a) {
+  const int half_denominator = q_rounding_half_sum(a, Q_INT32_MAX);
+  int x = (int)(1515870810u + (uint)q_srdhm(half_denominator, -1010580540));  // Q2: 48/17 - 32/17 d
+  for (int i = 0; i < 3; i++) {
+    const int one_minus = (int)((uint)(1 << 29) - (uint)q_srdhm(half_denominator, x));
+    x = (int)((uint)x + (uint)q_rescale(q_srdhm(x, one_minus), 4, 2));
+  }
+  return q_rescale(x, 1, 0);
+}
+
+// TFLite's GetReciprocal for a Q(digits) x > 0: the Q0 scale; *bits_over_unit its exponent.
+inline int q_get_reciprocal(int x, int digits, int* bits_over_unit) {
+  const int headroom_plus_one = q_clz(x);
+  *bits_over_unit = digits - headroom_plus_one;
+  const int shifted_minus_one = (int)(((uint)x << headroom_plus_one) - (1u << 31));
+  return q_one_over_one_plus_x(shifted_minus_one);
+}
+
+#ifdef QUANT_CL_TEST
+// Element-wise drivers for tests/test_quant_cl.py (built only there).
+__kernel void t_srdhm(__global const int* a, __global const int* b, __global int* out) {
+  const int i = get_global_id(0);
+  out[i] = q_srdhm(a[i], b[i]);
+}
+
+__kernel void t_rdbpot(__global const int* a, __global const int* e, __global int* out) {
+  const int i = get_global_id(0);
+  out[i] = q_rdbpot(a[i], e[i]);
+}
+
+__kernel void t_mbqm(__global const int* x, __global const int* m, __global const int* s, __global int* out) {
+  const int i = get_global_id(0);
+  out[i] = q_mbqm(x[i], m[i], s[i]);
+}
+
+__kernel void t_mbqm16(__global const int* x, __global const int* m, __global const int* s, __global int* out) {
+  const int i = get_global_id(0) * 16;
+  i16v xv, mv, lv, rv;
+  for (int l = 0; l < 16; l++) {
+    xv[l] = x[i + l];
+    mv[l] = m[i + l];
+    lv[l] = s[i + l] > 0 ? s[i + l] : 0;
+    rv[l] = s[i + l] > 0 ? 0 : -s[i + l];
+  }
+  const i16v r = q_mbqm16(xv, mv, lv, rv);
+  for (int l = 0; l < 16; l++) out[i + l] = r[l];
+}
+
+__kernel void t_reciprocal(__global const int* x, __global int* scale, __global int* bits) {
+  const int i = get_global_id(0);
+  int b;
+  scale[i] = q_get_reciprocal(x[i], 12, &b);
+  bits[i] = b;
+}
+
+__kernel void t_clz(__global const int* x, __global int* out) {
+  const int i = get_global_id(0);
+  out[i] = q_clz(x[i]);
+}
+#endif

@@ -1,0 +1,228 @@
+"""int8 / uint8 elementwise ops on OpenCL (``qelementwise.cl``, one program for every shape):
+
+- ADD, SUB, MUL with broadcasting: each input's prepared term (ADD/SUB: offset, shifted left by
+  20 and rescaled; MUL: less its zero point) is a 256-entry table the host fills with the
+  fallback's own helpers (``teflon_py.fallback.elementwise``); the device combines two table
+  entries, requantizes (MultiplyByQuantizedMultiplier), adds the zero point and clamps.
+- One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, ...) and
+  integer-to-integer QUANTIZE: a 256-entry table computed by running the op's fallback kernel on
+  every code, so they are bit-exact with it by construction; the kernel is one table lookup.
+- QUANTIZE float32 -> int8/uint8 and DEQUANTIZE int8/uint8 -> float32, per tensor or channel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from teflon_py import ir, quant
+from teflon_py.errors import TeflonError
+from teflon_py.fallback import elementwise as fallback_elementwise
+from teflon_py.fallback.registry import KERNELS, Node
+from teflon_py.opencl import kernels, qkernels
+from teflon_py.opencl.kernels import KernelSpec
+from teflon_py.opencl.lowering import EmitContext, activation_reason, options
+from teflon_py.opencl.ops_elementwise import broadcast_geometry
+from teflon_py.opencl.qkernels import codes, flip
+from teflon_py.tflite.options import AddOptions, MulOptions, SubOptions
+
+FILES = ("quant.cl", "qelementwise.cl")
+KINDS = ("int8", "uint8")
+BINARY_OPTIONS = {"ADD": AddOptions, "SUB": SubOptions, "MUL": MulOptions}
+#: one-input ops whose 8-bit output is a function of the input value alone (a table lookup)
+LUT_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "ABS", "NEG",
+           "EXP", "LOG", "ELU", "GELU", "LEAKY_RELU")
+
+
+def _reason(fn: object, *args: object) -> str | None:
+    """Run a fallback preparation; its UnsupportedError (LiteRT's rule) becomes the reason."""
+    try:
+        fn(*args)
+    except TeflonError as e:
+        return str(e).split(": ", 1)[-1]
+    except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError) as e:
+        return f"cannot be prepared ({e})"
+    return None
+
+
+# -- ADD / SUB / MUL ---------------------------------------------------------------------------------
+
+def binary_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.ndarray, int, int, int, int,
+                                                                int]:
+    """(table a, table b, multiplier, shift, output zero point, lo, hi) of a quantized ADD/SUB/MUL."""
+    node = Node.of(graph, op)
+    a, b = (codes(graph.tensors[t].dtype) for t in op.inputs[:2])
+    if op.name == "MUL":
+        p = fallback_elementwise._mul_params(node)
+        ta, tb = a.astype(np.int64) + p["off1"], b.astype(np.int64) + p["off2"]
+        m, e = p["m"], p["e"]
+    else:
+        p = fallback_elementwise._add_sub_params(node)
+        ta = fallback_elementwise._scale_input(a, p["off1"], p["left_shift"], p["m1"], p["e1"])
+        tb = fallback_elementwise._scale_input(b, p["off2"], p["left_shift"], p["m2"], p["e2"])
+        m, e = p["mo"], p["eo"]
+    ints = (int(m), int(e), int(p["out_off"]), int(p["lo"]), int(p["hi"]))
+    return (ta.astype(np.int32), tb.astype(np.int32), *ints)
+
+
+def check_binary(graph: ir.Graph, op: ir.Operation) -> str | None:
+    if len(op.inputs) != 2:
+        return "needs two operands"
+    reason = activation_reason(options(op, BINARY_OPTIONS[op.name]).fused_activation_function)
+    if reason:
+        return reason
+    ts = [graph.tensors[t] for t in (*op.inputs, op.outputs[0])]
+    if len({t.dtype for t in ts}) != 1:
+        return "input and output types must match"
+    a, b, out = (t.shape for t in ts)
+    try:
+        if tuple(np.broadcast_shapes(tuple(a), tuple(b))) != tuple(out):
+            return f"output shape {list(out)} is not the broadcast of {list(a)} and {list(b)}"
+        broadcast_geometry(a, b, out)
+    except ValueError as e:
+        return str(e)
+    return _reason(binary_tables, graph, op)
+
+
+def binary(ctx: EmitContext, op: ir.Operation) -> None:
+    """``qadd`` / ``qsub`` / ``qmul``: two table lookups, one requantization per element."""
+    ta, tb, m, e, zo, lo, hi = binary_tables(ctx.graph, op)
+    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
+    dims, sa, sb, inner, a_in, b_in = broadcast_geometry(ctx.shape(a), ctx.shape(b), ctx.shape(y))
+    rows = int(np.prod(dims))
+    global_size, rpi, chunk = kernels.row_blocks(rows, inner)
+    args = kernels.scalars(rows=rows, rpi=rpi, inner=inner, chunk=chunk, sa_in=a_in, sb_in=b_in, d1=dims[1],
+                           d2=dims[2], d3=dims[3], **{f"sa{i}": s for i, s in enumerate(sa)},
+                           **{f"sb{i}": s for i, s in enumerate(sb)}, flip=flip(ctx.graph.tensors[y].dtype),
+                           m=m, shift=e, zo=zo, lo=lo, hi=hi)
+    spec = KernelSpec(files=FILES, name="q" + op.name.lower(), defines={}, global_size=global_size,
+                      local_size=(1, 1), args=("a", "b", "output", "ta", "tb", *args),
+                      constants={"ta": ta, "tb": tb}, scalars=args)
+    qkernels.launch(ctx, spec, a=a, b=b, output=ctx.output(op))
+
+
+# -- table lookups -----------------------------------------------------------------------------------
+
+def lut_table(graph: ir.Graph, op: ir.Operation) -> np.ndarray:
+    """The op's fallback kernel on every input code: the table the device looks outputs up in."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    node = Node.of(graph, op)
+    out = np.asarray(KERNELS[op.name](node, [codes(x.dtype)]))
+    if out.dtype != y.dtype or out.shape != (256,):
+        raise ValueError(f"the fallback gave {out.dtype} {out.shape} for 256 codes")
+    return out.view(np.uint8)
+
+
+def check_lut(graph: ir.Graph, op: ir.Operation) -> str | None:
+    if len(op.inputs) != 1:
+        return "needs exactly one operand"
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if tuple(x.shape) != tuple(y.shape):
+        return f"output shape {list(y.shape)} differs from the input's {list(x.shape)}"
+    return _reason(lut_table, graph, op)
+
+
+def lut_spec(n: int, dtype: np.dtype, table: np.ndarray) -> KernelSpec:
+    """``qlut`` over ``n`` contiguous 8-bit values of ``dtype``: out = table[code]."""
+    (pieces, _), _, chunk = kernels.row_blocks(1, n)
+    args = kernels.scalars(n=n, chunk=chunk, flip=flip(dtype))
+    return KernelSpec(files=FILES, name="qlut", defines={}, global_size=(pieces,), local_size=(1,),
+                      args=("input", "output", "table", *args),
+                      constants={"table": np.ascontiguousarray(table).view(np.uint8)}, scalars=args)
+
+
+def lut(ctx: EmitContext, op: ir.Operation) -> None:
+    """``qlut``: out = table[code] over the flat tensor."""
+    x = op.inputs[0]
+    n = int(np.prod(ctx.shape(x), dtype=np.int64))
+    spec = lut_spec(n, ctx.graph.tensors[x].dtype, lut_table(ctx.graph, op))
+    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+
+
+def concat_requantize_table(graph: ir.Graph, op: ir.Operation, k: int) -> np.ndarray | None:
+    """The 256-entry table moving uint8 CONCATENATION input ``k`` onto the output's grid (TFLite's
+    ConcatenationWithScaling, from the fallback's own helper), or None when the grids match.
+
+    For ``ops_shape``'s CONCATENATION, which copies raw bytes: launch ``lut_spec`` with this
+    table from the input into a ``ctx.scratch`` of its size and copy from there.
+    """
+    from teflon_py.fallback import shape as fallback_shape
+
+    node = Node.of(graph, op)
+    t, out = node.inputs[k], node.outputs[0]
+    if t.scale == out.scale and t.zero_point == out.zero_point:
+        return None
+    return np.asarray(fallback_shape._concat_rescale(node, codes(t.dtype), t))
+
+
+# -- QUANTIZE float32 -> 8-bit, DEQUANTIZE 8-bit -> float32 ------------------------------------------
+
+def channel_params(t: ir.Tensor) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(float32 scales, int32 zero points, inner size, channels) of ``t``'s quantization."""
+    q = t.quantization
+    channels = q.scale.size if q.per_channel else 1
+    inner = int(np.prod(t.shape[q.quantized_dimension + 1:], dtype=np.int64)) if q.per_channel else 1
+    return q.scale.astype(np.float32), q.zero_point.astype(np.int32), max(inner, 1), channels
+
+
+def _quantization_reason(t: ir.Tensor) -> str | None:
+    q = t.quantization
+    if q is None or q.scale.size == 0:
+        return f"{t.describe()} has no quantization parameters"
+    dim = q.quantized_dimension
+    if q.per_channel and (dim >= len(t.shape) or t.shape[dim] != q.scale.size):
+        return f"{q.scale.size} scales do not match dimension {q.quantized_dimension} of {list(t.shape)}"
+    return None
+
+
+def check_quantize_float(graph: ir.Graph, op: ir.Operation) -> str | None:
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if y.dtype not in (np.int8, np.uint8):
+        return f"float32 to {y.dtype} not lowered (int8 and uint8 are)"
+    if tuple(x.shape) != tuple(y.shape):
+        return "output shape differs from the input's"
+    return _quantization_reason(y)
+
+
+def quantize_float(ctx: EmitContext, op: ir.Operation) -> None:
+    """``qquantize``: round(x / scale) + zero point, halves away from zero, saturated."""
+    y = ctx.graph.tensors[op.outputs[0]]
+    scale, zp, inner, channels = channel_params(y)
+    n = int(np.prod(y.shape, dtype=np.int64))
+    (pieces, _), _, chunk = kernels.row_blocks(1, n)
+    qmin, qmax = quant.QRANGE[np.dtype(y.dtype)]
+    args = kernels.scalars(n=n, chunk=chunk, inner=inner, channels=channels, qmin=qmin, qmax=qmax)
+    spec = KernelSpec(files=FILES, name="qquantize", defines={}, global_size=(pieces,), local_size=(1,),
+                      args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
+                      scalars=args)
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+
+
+def check_dequantize(graph: ir.Graph, op: ir.Operation) -> str | None:
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if y.dtype != np.float32:
+        return f"output type {y.dtype} not supported"
+    if tuple(x.shape) != tuple(y.shape):
+        return "output shape differs from the input's"
+    return _quantization_reason(x)
+
+
+def dequantize(ctx: EmitContext, op: ir.Operation) -> None:
+    """``qdequantize``: scale * (q - zero point) in float32 (exact: one rounding of an exact product)."""
+    x = ctx.graph.tensors[op.inputs[0]]
+    scale, zp, inner, channels = channel_params(x)
+    n = int(np.prod(x.shape, dtype=np.int64))
+    (pieces, _), _, chunk = kernels.row_blocks(1, n)
+    args = kernels.scalars(n=n, chunk=chunk, inner=inner, channels=channels, flip=flip(x.dtype))
+    spec = KernelSpec(files=FILES, name="qdequantize", defines={}, global_size=(pieces,), local_size=(1,),
+                      args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
+                      scalars=args)
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+
+
+qkernels.lowering_if_free("QUANTIZE", kind="float32", dtypes=("float32", "int8", "uint8"),
+                          check=check_quantize_float, max_rank=None)(quantize_float)
+for _kind in KINDS:
+    qkernels.lowering_if_free("ADD", "SUB", "MUL", kind=_kind, check=check_binary, max_rank=6)(binary)
+    qkernels.lowering_if_free(*LUT_OPS, "QUANTIZE", kind=_kind, dtypes=KINDS, check=check_lut,
+                              max_rank=None)(lut)
+    qkernels.lowering_if_free("DEQUANTIZE", kind=_kind, dtypes=(_kind, "float32"), check=check_dequantize,
+                              max_rank=None)(dequantize)

@@ -1,0 +1,124 @@
+"""``cl_kernels/quant.cl`` against ``teflon_py.quant``: one formula, two renderings, same integers.
+
+Random int32 vectors (with the edge values TFLite meets: INT32_MIN/MAX, zero, exact halves) go
+through each C function on the OpenCL device and through its NumPy twin; results must be equal.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teflon_py import quant
+from teflon_py.errors import BackendError
+
+pytest.importorskip("pyopencl")
+N = 1 << 14  # values per check (a multiple of 16)
+EDGES = np.array([quant.INT32_MIN, quant.INT32_MIN + 1, -1, 0, 1, quant.INT32_MAX, 1 << 30, -(1 << 30)],
+                 np.int64)
+
+
+@pytest.fixture(scope="module")
+def cl_run():
+    """run(kernel, *int32 inputs, outputs=1) -> int32 output arrays, on the default device."""
+    import pyopencl as cl
+
+    from teflon_py.opencl import device, programs
+
+    try:
+        dc = device.get_context()
+    except BackendError as e:
+        pytest.skip(f"no OpenCL device: {e}")
+    program = programs.program_cache(dc).build(("quant.cl",), {"QUANT_CL_TEST": True})
+
+    def run(name: str, *inputs: np.ndarray, outputs: int = 1, per_item: int = 1) -> list[np.ndarray]:
+        mf = cl.mem_flags
+        arrays = [np.ascontiguousarray(x, np.int32) for x in inputs]
+        n = arrays[0].size
+        bufs = [cl.Buffer(dc.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+        outs = [np.empty(n, np.int32) for _ in range(outputs)]
+        obufs = [cl.Buffer(dc.context, mf.WRITE_ONLY, o.nbytes) for o in outs]
+        kernel = cl.Kernel(program, name)
+        kernel.set_args(*bufs, *obufs)
+        queue = dc.queue()
+        cl.enqueue_nd_range_kernel(queue, kernel, (n // per_item,), None)
+        for o, b in zip(outs, obufs):
+            cl.enqueue_copy(queue, o, b)
+        queue.finish()
+        return outs
+
+    return run
+
+
+def int32s(rng: np.random.Generator, n: int = N, bits: int = 32) -> np.ndarray:
+    """Random int32 values of up to ``bits`` magnitude bits, with the edge values in front."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    x = rng.integers(lo, hi, n, endpoint=True, dtype=np.int64)
+    x[: EDGES.size] = np.clip(EDGES, lo, hi)
+    return x
+
+
+def multipliers(rng: np.random.Generator, n: int = N) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) pairs as quantize_multiplier makes them from random positive scales."""
+    scales = np.exp(rng.uniform(np.log(1e-7), np.log(300.0), n))
+    m, s = quant.quantize_multiplier(scales)
+    return m.astype(np.int64), s.astype(np.int64)
+
+
+def test_srdhm(cl_run) -> None:
+    rng = np.random.default_rng(0)
+    a, b = int32s(rng), int32s(rng)
+    b[:EDGES.size] = EDGES[::-1]
+    b[0] = quant.INT32_MIN  # INT32_MIN * INT32_MIN saturates
+    (got,) = cl_run("t_srdhm", a, b)
+    np.testing.assert_array_equal(got, quant.saturating_rounding_doubling_high_mul(a, b))
+
+
+def test_rounding_divide_by_pot(cl_run) -> None:
+    rng = np.random.default_rng(1)
+    x = int32s(rng)
+    e = rng.integers(0, 32, N)
+    halves = slice(EDGES.size, EDGES.size + 64)  # odd multiples of 2^(e-1): exact rounding halves
+    x[halves] = (rng.integers(-1000, 1000, 64) * 2 + 1) << np.maximum(np.minimum(e[halves], 20) - 1, 0)
+    (got,) = cl_run("t_rdbpot", x, e)
+    np.testing.assert_array_equal(got, quant.rounding_divide_by_pot(x, e))
+
+
+@pytest.mark.parametrize("bits", [12, 24, 32], ids=lambda b: f"x{b}bit")
+def test_multiply_by_quantized_multiplier(cl_run, bits: int) -> None:
+    """Scalar (any multiplier) and 16-lane (positive multipliers) renderings, left and right shifts."""
+    rng = np.random.default_rng(bits)
+    x = int32s(rng, bits=bits)
+    m, s = multipliers(rng)
+    want = quant.multiply_by_quantized_multiplier(x, m, s)
+    (got,) = cl_run("t_mbqm", x, m, s)
+    np.testing.assert_array_equal(got, want)
+    (got16,) = cl_run("t_mbqm16", x, m, s, per_item=16)
+    np.testing.assert_array_equal(got16, want)
+
+
+def test_multiply_by_negative_and_extreme_multipliers(cl_run) -> None:
+    rng = np.random.default_rng(5)
+    x = int32s(rng)
+    m = int32s(rng)
+    s = rng.integers(-31, 8, N)
+    (got,) = cl_run("t_mbqm", x, m, s)
+    np.testing.assert_array_equal(got, quant.wrap_int(quant.multiply_by_quantized_multiplier(x, m, s)))
+
+
+def test_count_leading_zeros(cl_run) -> None:
+    rng = np.random.default_rng(6)
+    x = int32s(rng)
+    x[100:132] = 1 << np.arange(32)
+    (got,) = cl_run("t_clz", x)
+    np.testing.assert_array_equal(got, quant.count_leading_zeros32(x))
+
+
+def test_get_reciprocal(cl_run) -> None:
+    """Softmax's 1 / (sum of exponentials) in Q12: every positive sum a row can reach."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(1, (1 << 31) - 1, N, endpoint=True)
+    x[:31] = np.int64(1) << np.arange(31)
+    scale, bits = cl_run("t_reciprocal", x, outputs=2)
+    want_scale, want_bits = quant.get_reciprocal(x, 12)
+    np.testing.assert_array_equal(scale, want_scale)
+    np.testing.assert_array_equal(bits, want_bits)
