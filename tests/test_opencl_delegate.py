@@ -22,11 +22,22 @@ from tests.harness import check_model, relative_l2, run_litert, single_op
 pytest.importorskip("pyopencl")
 
 #: The float32 ops the delegate must lower (the issue's list).
+#: The float-model op set of the OpenCL issue (the TFLite GPU delegate's), as (op, data dtype).
 FLOAT32_OPS = [
-    "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "ADD", "SUB", "MUL",
-    "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "SOFTMAX", "CONCATENATION", "RESHAPE", "SQUEEZE",
-    "EXPAND_DIMS", "PAD", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
+    "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "Convolution2DTransposeBias", "FULLY_CONNECTED",
+    "BATCH_MATMUL", "ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE",
+    "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN", "COS", "FLOOR", "SIGN", "TANH",
+    "LOGISTIC", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "ELU", "PRELU",
+    "HARD_SWISH", "GELU", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN",
+    "REDUCE_PROD", "SOFTMAX", "LOG_SOFTMAX", "CUMSUM", "CONCATENATION", "SPLIT", "SPLIT_V", "PACK",
+    "UNPACK", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "PAD", "PADV2", "MIRROR_PAD", "SLICE",
+    "STRIDED_SLICE", "TILE", "GATHER", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL",
+    "GREATER", "GREATER_EQUAL", "CAST", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
+    "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "DENSIFY",
 ]
+#: ops whose data operand in a float model is not float32: bool conditions, float16 weights, indices
+OTHER_KIND_OPS = [("LOGICAL_AND", "bool"), ("LOGICAL_OR", "bool"), ("LOGICAL_NOT", "bool"),
+                  ("SELECT", "bool"), ("SELECT_V2", "bool"), ("DEQUANTIZE", "float16"), ("ONE_HOT", "int32")]
 SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
 F32 = np.float32
 
@@ -42,9 +53,10 @@ def device() -> None:
 
 
 def test_registry_claims_every_float32_op() -> None:
-    from teflon_py.opencl.lowering import LOWERINGS, SUPPORTED_OPS
+    from teflon_py.opencl.lowering import LOWERINGS, SUPPORTED_OPS, supported_ops
 
     missing = [op for op in FLOAT32_OPS if op not in SUPPORTED_OPS]
+    missing += [(op, kind) for op, kind in OTHER_KIND_OPS if op not in supported_ops(kind)]
     assert not missing, f"not lowered: {missing}"
     assert set(SUPPORTED_OPS) == {name for name, kinds in LOWERINGS.items() if 'float32' in kinds}
 

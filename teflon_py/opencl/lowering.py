@@ -238,5 +238,9 @@ def supported_ops(kind: str = "float32") -> frozenset[str]:
     return frozenset(name for name, kinds in LOWERINGS.items() if kind in kinds)
 
 
-#: The op names the registry lowers for float32 tensors.
-SUPPORTED_OPS: frozenset[str] = supported_ops("float32")
+def __getattr__(name: str) -> frozenset[str]:
+    """``SUPPORTED_OPS``: the op names lowered for float32 tensors, computed when asked so that an
+    ops module imported first (which imports this one mid-way) is counted too."""
+    if name == "SUPPORTED_OPS":
+        return supported_ops("float32")
+    raise AttributeError(name)
