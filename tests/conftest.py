@@ -7,14 +7,17 @@ import pytest
 
 
 def _default_backends() -> list[str]:
-    """"numpy", plus "opencl" when an OpenCL device can be found."""
+    """"numpy", plus "opencl" when an OpenCL device can be found. Under CI (``CI`` set) a missing
+    device is an error, so a broken PoCL install cannot quietly drop the OpenCL half of the suite."""
     from teflon_py.errors import BackendError
 
     try:
         from teflon_py.opencl import device
 
         device.select_device()
-    except (ImportError, BackendError):  # no pyopencl, no platform, no device: NumPy only
+    except (ImportError, BackendError) as e:  # no pyopencl, no platform, no device: NumPy only
+        if os.environ.get("CI"):
+            raise RuntimeError(f"CI needs an OpenCL device (PoCL) for the opencl backend: {e}") from e
         return ["numpy"]
     return ["numpy", "opencl"]
 
