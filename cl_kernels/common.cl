@@ -32,3 +32,24 @@ inline float act1(float v) {
 inline void store_tail(__global float* p, f16u v, int n) {
   for (int l = 0; l < n; l++) p[l] = v[l];
 }
+
+// Runtime clamp bounds (lo/hi = -inf/+inf when unbounded; NaN passes through), for kernels whose
+// activation is an argument rather than a macro, so one program serves every activation.
+inline f16u clamp16(f16u v, float lo, float hi) {
+  v = v < (f16u)(lo) ? (f16u)(lo) : v;
+  return v > (f16u)(hi) ? (f16u)(hi) : v;
+}
+
+// The first `n` lanes at p (all 16 when n >= 16), the rest 0: a row's tail without reading past it.
+inline f16u load_upto(const __global float* p, int n) {
+  if (n >= 16) return LOAD16(p);
+  f16u v = 0.0f;
+  for (int l = 0; l < n; l++) v[l] = p[l];
+  return v;
+}
+
+// Store the first `n` lanes of v (all 16 when n >= 16, none when n <= 0).
+inline void store_upto(__global float* p, f16u v, int n) {
+  if (n >= 16) STORE16(p, v);
+  else store_tail(p, v, n);
+}

@@ -1,60 +1,143 @@
 // NHWC depthwise convolution, output channel oc = ic * DM + m, vectorised over 16 output
-// channels. Each work-item computes PW consecutive output pixels of one row x 16 channels. Per
-// kernel row it loads the SPAN input pixels its PW outputs touch once, then forms every
-// (pixel, tap) product from registers. Taps in the padding read `zeros` (>= OCP floats of 0).
-// Weights arrive packed as [KH][KW][OCP] (zero-padded), bias as [OCP].
-// Macros: NB IH IW C DM OC OCP OH OW KH KW SH SW DH DW PT PL PW [ACT_MIN] [ACT_MAX];
-// global size (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
-#define SPAN ((PW - 1) * SW + (KW - 1) * DW + 1)
-
-// 16 output channels' inputs at pixel `px`: a vector load when DM == 1 and the block is whole,
+// channels. Each work-item computes PW consecutive output pixels of one row x 16 channels.
+// Weights arrive packed as [KH][KW][OCP] (zero-padded), bias as [OCP]. Taps in the padding read
+// `zeros` (>= OCP floats of 0). Every size is an argument; global size (OCP/16, ceil(OW/PW),
+// NB*OH), local 1x1x1.
+//
+// A TEMPLATE instantiated per fast filter geometry (KW, SW; dilation 1) inside one program as
+// DEPTHWISE_NAME (kernels.DEPTHWISE_FAST), for depth multiplier 1 and C >= 16 channels: per kernel
+// row it loads the SPAN input pixels its PW outputs touch once, then forms every (pixel, tap)
+// product from registers. The last channel block is shifted back to end at channel C and the
+// last pixel block back to end at OW (overlaps computed and stored twice, with equal values), so
+// every load and store is a whole vector; only rows narrower than PW take a rolled edge path.
+// Every other case runs depthwise_any at the end (one load per tap, lane gathers, tails).
+#ifndef DEPTHWISE_HELPERS
+#define DEPTHWISE_HELPERS
+// 16 output channels' inputs at pixel `px`: a vector load when dm == 1 and the block is whole,
 // else a lane-by-lane gather that stops at the tensor's last channel.
-inline f16u load_channels(const __global float* px, int oc0) {
-#if DM == 1
-  if (oc0 + 16 <= C) return LOAD16(px + oc0);
-#endif
+inline f16u load_channels(const __global float* px, int oc0, int C, int dm, int OC) {
+  if (dm == 1 && oc0 + 16 <= C) return LOAD16(px + oc0);
   f16u v = 0.0f;
-  for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? px[(oc0 + l) / DM] : 0.0f;
+  for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? px[(oc0 + l) / dm] : 0.0f;
   return v;
 }
+#endif
 
-__kernel void depthwise(__global const float* restrict in, __global const float* restrict w,
-                        __global const float* restrict bias, __global const float* restrict zeros,
-                        __global float* restrict out) {
+#define SPAN ((PW - 1) * SW + KW)
+
+__kernel void DEPTHWISE_NAME(__global const float* restrict in, __global const float* restrict w,
+                             __global const float* restrict bias, __global const float* restrict zeros,
+                             __global float* restrict out, const int NB, const int IH, const int IW,
+                             const int C, const int OH, const int OW, const int KH, const int SH,
+                             const int PT, const int PL, const float lo, const float hi,
+                             const int cbn) {
+  const int cb0 = get_global_id(0) * cbn;  // this item's first 16-channel block
+  const int cb1 = (cb0 + cbn) * 16 < C ? cb0 + cbn : (C + 15) / 16;
+  const int og = get_global_id(1) * PW;
+  const int ow0 = OW >= PW && og > OW - PW ? OW - PW : og;
+  const int rows = (OH + RH - 1) / RH;  // row blocks per image
+  const int rb = get_global_id(2);
+  const int n = NB == 1 ? 0 : rb / rows;
+  const int og2 = (NB == 1 ? rb : rb % rows) * RH;
+  const int oh0 = OH >= RH && og2 > OH - RH ? OH - RH : og2;
+  const int iw0 = ow0 * SW - PL, ih0 = oh0 * SH - PT;
+  const int in_rows = (RH - 1) * SH + KH;
+  for (int cb = cb0; cb < cb1; cb++) {
+    const int oc0 = cb * 16 > C - 16 ? C - 16 : cb * 16;
+    const __global float* img = in + n * (IH * IW * C) + oc0;
+    f16u acc[RH][PW];
+    const f16u bv = LOAD16(bias + oc0);
+#pragma unroll
+    for (int r = 0; r < RH; r++) {
+#pragma unroll
+      for (int p = 0; p < PW; p++) acc[r][p] = bv;
+    }
+    for (int t = 0; t < in_rows; t++) {
+      const int ih = ih0 + t;
+      if ((uint)ih >= (uint)IH) continue;
+      const __global float* line = img + ih * (IW * C);
+      f16u x[SPAN];
+#pragma unroll
+      for (int s = 0; s < SPAN; s++) {
+        const int iw = iw0 + s;
+        x[s] = LOAD16((uint)iw < (uint)IW ? line + iw * C : zeros);
+      }
+#pragma unroll
+      for (int r = 0; r < RH; r++) {
+        const int kh = t - r * SH;  // this input row's filter row for output row r
+        if ((uint)kh >= (uint)KH) continue;
+#pragma unroll
+        for (int kw = 0; kw < KW; kw++) {
+          const f16u wv = LOAD16(w + (kh * KW + kw) * C + oc0);
+#pragma unroll
+          for (int p = 0; p < PW; p++) acc[r][p] = x[p * SW + kw] * wv + acc[r][p];
+        }
+      }
+    }
+    __global float* o = out + ((n * OH + oh0) * OW + ow0) * C + oc0;
+    if (OW >= PW && OH >= RH) {
+#pragma unroll
+      for (int r = 0; r < RH; r++) {
+#pragma unroll
+        for (int p = 0; p < PW; p++) STORE16(o + (r * OW + p) * C, clamp16(acc[r][p], lo, hi));
+      }
+    } else {  // an image smaller than the tile: through a private copy, in rolled loops
+      f16u tt[RH][PW];
+#pragma unroll
+      for (int r = 0; r < RH; r++) {
+#pragma unroll
+        for (int p = 0; p < PW; p++) tt[r][p] = acc[r][p];
+      }
+#pragma unroll 1
+      for (int r = 0; r < RH && r < OH; r++) {
+#pragma unroll 1
+        for (int p = 0; p < PW && p < OW; p++) STORE16(o + (r * OW + p) * C, clamp16(tt[r][p], lo, hi));
+      }
+    }
+  }
+}
+#undef SPAN
+
+#ifndef DEPTHWISE_ANY
+#define DEPTHWISE_ANY
+#define PW_ANY 8
+// Any filter width fw, stride sw and dilation dw along W (the template's KW, SW are macros,
+// hence the other names): up to PW_ANY pixels x 16 channels, one load per tap.
+__kernel void depthwise_any(__global const float* restrict in, __global const float* restrict w,
+                            __global const float* restrict bias, __global const float* restrict zeros,
+                            __global float* restrict out, const int NB, const int IH, const int IW,
+                            const int C,
+                            const int DM, const int OC, const int OCP, const int OH, const int OW,
+                            const int KH, const int SH, const int DH, const int PT, const int PL,
+                            const float lo, const float hi, const int fw, const int sw, const int dw) {
   const int oc0 = get_global_id(0) * 16;
-  const int ow0 = get_global_id(1) * PW;
-  const int row = get_global_id(2);  // n * OH + oh
-  const int n = row / OH, oh = row % OH;
+  const int ow0 = get_global_id(1) * PW_ANY;
+  const int row = get_global_id(2);
+  const int n = NB == 1 ? 0 : row / OH, oh = NB == 1 ? row : row % OH;
   const __global float* img = in + n * (IH * IW * C);
-
-  f16u acc[PW];
+  f16u acc[PW_ANY];
   const f16u bv = LOAD16(bias + oc0);
 #pragma unroll
-  for (int p = 0; p < PW; p++) acc[p] = bv;
-
+  for (int p = 0; p < PW_ANY; p++) acc[p] = bv;
   for (int kh = 0; kh < KH; kh++) {
     const int ih = oh * SH - PT + kh * DH;
-    if ((uint)ih >= IH) continue;
+    if ((uint)ih >= (uint)IH) continue;
     const __global float* line = img + ih * (IW * C);
-    f16u x[SPAN];
+    for (int kw = 0; kw < fw; kw++) {
+      const f16u wv = LOAD16(w + (kh * fw + kw) * OCP + oc0);
 #pragma unroll
-    for (int t = 0; t < SPAN; t++) {
-      const int iw = ow0 * SW - PL + t;
-      x[t] = load_channels((uint)iw < IW ? line + iw * C : zeros, oc0);
-    }
-#pragma unroll
-    for (int kw = 0; kw < KW; kw++) {
-      const f16u wv = LOAD16(w + (kh * KW + kw) * OCP + oc0);
-#pragma unroll
-      for (int p = 0; p < PW; p++) acc[p] = x[p * SW + kw * DW] * wv + acc[p];
+      for (int p = 0; p < PW_ANY; p++) {
+        const int iw = (ow0 + p) * sw - PL + kw * dw;
+        acc[p] = load_channels((uint)iw < (uint)IW ? line + iw * C : zeros, oc0, C, DM, OC) * wv + acc[p];
+      }
     }
   }
   __global float* o = out + (row * OW + ow0) * OC + oc0;
+  f16u t[PW_ANY];
 #pragma unroll
-  for (int p = 0; p < PW; p++) {
-    if (ow0 + p < OW) {
-      if (oc0 + 16 <= OC) STORE16(o + p * OC, act16(acc[p]));
-      else store_tail(o + p * OC, act16(acc[p]), OC - oc0);
-    }
-  }
+  for (int p = 0; p < PW_ANY; p++) t[p] = acc[p];
+  const int pixels = OW - ow0 < PW_ANY ? OW - ow0 : PW_ANY;
+#pragma unroll 1
+  for (int p = 0; p < pixels; p++) store_upto(o + p * OC, clamp16(t[p], lo, hi), OC - oc0);
 }
+#endif

@@ -12,9 +12,13 @@ each op's emitter (``lowering``) declares kernel launches bound to graph tensors
 - everything else is a sub-buffer of one arena (``memory.plan_arena``), placed by lifetime:
   from the first launch that touches it to the last.
 
-Programs are built (or loaded from the disk cache), kernels created and their arguments set
-once; one warm-up run at compile time JIT-compiles the kernels and commits new binaries to the
-cache, so ``invoke`` is one enqueue of every launch and one wait.
+Before lowering, ``plan_residuals`` folds a float ADD into the CONV_2D producing one of its
+operands (MobileNetV2's residual connections): the conv's epilogue adds the other operand.
+
+Programs are built (or loaded from the disk caches) — the template kernels of the whole
+partition (gemm, conv2d, depthwise blockings) as ONE program, one front-end compile — kernels
+created and their arguments set once; one warm-up run at compile time JIT-compiles the kernels
+and commits new binaries to the cache, so ``invoke`` is one enqueue of every launch and one wait.
 """
 from __future__ import annotations
 
@@ -33,11 +37,12 @@ from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
 from teflon_py.opencl.kernels import UNBOUNDED, Clamp, KernelSpec, Pads
 from teflon_py.opencl.lowering import Ref, Scratch, lowering_for
 from teflon_py.opencl.memory import Lifetime
-from teflon_py.opencl.programs import ProgramCache
+from teflon_py.opencl.programs import ProgramCache, is_template_program, merge_template_programs
 from teflon_py.opencl.runtime import (
     Arena,
     ArgUse,
     ExternalTensor,
+    KernelTiming,
     Launch,
     LaunchList,
     constant_buffer,
@@ -49,6 +54,69 @@ def _cl() -> Any:
     import pyopencl
 
     return pyopencl
+
+
+@dataclass(frozen=True)
+class Residual:
+    """An ADD folded into the epilogue of the conv producing one of its operands: the other
+    operand (read by the conv's kernel), the ADD's clamp, and the ADD's op index."""
+
+    tensor: int
+    clamp: Clamp
+    add: int
+
+
+#: Ops whose float32 lowering can fold a following ADD into its epilogue (``Builder.residual``).
+RESIDUAL_OPS = ("CONV_2D",)
+
+
+def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+                   lookup: Any) -> dict[int, Residual]:
+    """Fold each float ADD of two equal-shape tensors into the conv producing one of them (the
+    later one), when that operand has no other reader and the other one exists by the conv's
+    launch; the conv then writes the ADD's output. Updates ``plan``; returns conv -> Residual."""
+    kept = set(outputs) | set(graph.outputs)
+    live = [i for i in nodes if i not in plan.skip]
+    position = {i: k for k, i in enumerate(live)}
+    readers: dict[int, list[int]] = {}
+    writer: dict[int, int] = {}
+    for i in live:
+        op = graph.operations[i]
+        for t in op.inputs:
+            if t != ir.NO_TENSOR:
+                readers.setdefault(t, []).append(i)
+        for k, t in enumerate(op.outputs):
+            writer[plan.output.get(i, t) if k == 0 else t] = i
+    residuals: dict[int, Residual] = {}
+    for i in live:
+        add = graph.operations[i]
+        if add.name != "ADD" or len(add.inputs) != 2 or getattr(lookup(add), "kind", None) != "float32":
+            continue
+        a, b = add.inputs
+        shape = tuple(graph.tensors[add.outputs[0]].shape)
+        if a == b or tuple(graph.tensors[a].shape) != shape or tuple(graph.tensors[b].shape) != shape:
+            continue
+        pairs = sorted(((a, b), (b, a)), key=lambda tr: -position.get(writer.get(tr[0], -1), -1))
+        for t, r in pairs:
+            p = writer.get(t)
+            if p is None or p in residuals or p not in position:
+                continue
+            conv = graph.operations[p]
+            if conv.name not in RESIDUAL_OPS or getattr(lookup(conv), "kind", None) != "float32":
+                continue
+            if t in kept or readers.get(t) != [i]:
+                continue
+            w = writer.get(r)
+            if w is not None and position[w] >= position[p]:
+                continue  # the other operand is not ready when the conv runs
+            act = getattr(add.options, "fused_activation_function", ir.Activation.NONE)
+            clamp = intersect(kernels.clamp_of(act), plan.clamp.get(i, UNBOUNDED))
+            residuals[p] = Residual(r, clamp, i)
+            plan.skip.add(i)
+            plan.output[p] = plan.output.get(i, add.outputs[0])
+            writer[plan.output[p]] = p
+            break
+    return residuals
 
 
 @dataclass
@@ -75,10 +143,12 @@ class Storage:
 class Builder:
     """Collects one partition's launches and aliases (the ``lowering.EmitContext`` emitters see)."""
 
-    def __init__(self, graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan):
+    def __init__(self, graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan,
+                 residuals: dict[int, Residual] | None = None):
         self.graph = graph
         self.nodes = list(nodes)
         self.plan = plan
+        self.residuals = residuals or {}
         self.launches: list[PlannedLaunch] = []
         self.aliases: dict[int, int] = {}  # tensor -> tensor whose bytes it shares
         self.current = -1  # op being emitted
@@ -108,6 +178,10 @@ class Builder:
         folded = self.plan.pad.get(op.index)
         return folded.pads if folded is not None else kernels.NO_PADS
 
+    def residual(self, op: ir.Operation) -> Residual | None:
+        """The ADD folded into ``op``'s epilogue (``op`` then writes the ADD's output), if any."""
+        return self.residuals.get(op.index)
+
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         self.launches.append(PlannedLaunch(spec, dict(bindings), self.current))
@@ -127,11 +201,12 @@ class Builder:
         return int(np.prod(self.shape(tensor), dtype=np.int64)) * self.graph.tensors[tensor].dtype.itemsize
 
 
-def copy_spec(n: int) -> KernelSpec:
-    """A flat float copy of ``n`` elements (an output that aliases an input or another output)."""
-    from teflon_py.opencl.ops_elementwise import unary_spec
+def copy_spec(n: int, dtype: np.dtype | type = np.float32) -> KernelSpec:
+    """A flat copy of ``n`` elements (an output that aliases an input or another output): a bit
+    copy by element size (ops_movement's), right for every dtype."""
+    from teflon_py.opencl.ops_movement import flat_copy_spec
 
-    return unary_spec("clip", n, UNBOUNDED)
+    return flat_copy_spec(n, dtype)
 
 
 class OpenCLPartition(CompiledPartition):
@@ -153,11 +228,14 @@ class OpenCLPartition(CompiledPartition):
             raise BackendError(f"OpenCL run failed: {e}") from e
         return outs
 
-    def profile(self, inputs: Sequence[np.ndarray]) -> list[tuple[str, float]]:
-        """(kernel name, seconds) per launch of one run on ``inputs``."""
+    def profile(self, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[KernelTiming]]:
+        """Run once on a profiling queue: the outputs, and each launch's device timestamps."""
         if self.launch_list is None:
             raise BackendError("the OpenCL partition was closed")
-        return self.launch_list.run(inputs, profile=True)[1]
+        try:
+            return self.launch_list.run_timed(inputs, profile=True)
+        except _cl().Error as e:
+            raise BackendError(f"OpenCL run failed: {e}") from e
 
     def close(self) -> None:
         self.launch_list = None
@@ -165,8 +243,12 @@ class OpenCLPartition(CompiledPartition):
 
 def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, partition: Any) -> OpenCLPartition:
     """Lower, place, build and warm up one partition; OpenCL failures raise BackendError."""
-    plan = plan_fusion(graph, partition.nodes, partition.outputs, lambda op: lowering_for(graph, op))
-    b = Builder(graph, partition.nodes, plan)
+    def lookup(op: ir.Operation) -> Any:
+        return lowering_for(graph, op)
+
+    plan = plan_fusion(graph, partition.nodes, partition.outputs, lookup)
+    residuals = plan_residuals(graph, partition.nodes, partition.outputs, plan, lookup)
+    b = Builder(graph, partition.nodes, plan, residuals)
     for i in partition.nodes:
         if i in plan.skip:
             continue
@@ -203,7 +285,7 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
         else:  # same bytes as an input, a constant or another output: copy them
             n = int(np.prod(b.shape(t), dtype=np.int64))
             out_ref = _OutputSlot(ext)
-            b.launches.append(PlannedLaunch(copy_spec(n), {"input": r, "output": out_ref}, -1))
+            b.launches.append(PlannedLaunch(copy_spec(n, graph.tensors[t].dtype), {"input": r, "output": out_ref}, -1))
     # lifetimes of everything else
     for step, la in enumerate(b.launches):
         for ref in la.bindings.values():
@@ -240,7 +322,8 @@ def _new_storage(dc: DeviceContext, b: Builder, r: Ref) -> Storage:
         return Storage("arena", nbytes=r.nbytes)
     t = b.graph.tensors[r]
     if t.is_constant:
-        return Storage("const", buffer=constant_buffer(dc, np.asarray(t.data, np.float32)))
+        data = np.asarray(t.data, np.float32) if t.dtype.kind == "f" else np.asarray(t.data)  # bool/int keep their bytes
+        return Storage("const", buffer=constant_buffer(dc, data))
     return Storage("arena", nbytes=b.nbytes(r))
 
 
@@ -249,19 +332,26 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     """Build every program, create each kernel once and set the arguments that never change."""
     cl = _cl()
     launches, keep = [], []
+    templated = [(la.spec.files, la.spec.function) for la in b.launches
+                 if is_template_program(la.spec.files, la.spec.defines)]
+    merged = merge_template_programs(templated) if templated else ()
     for la in b.launches:
         spec = la.spec
-        kernel = cl.Kernel(cache.build(spec.files, spec.defines), spec.name)
+        files = merged if is_template_program(spec.files, spec.defines) else spec.files
+        kernel = cl.Kernel(cache.build(files, spec.defines), spec.function)
+        moved = 0  # bytes the arguments span, for the profile's GB/s
         for i, arg in enumerate(spec.args):
             if arg == "zeros":
                 value = zeros_buffer(dc, spec.zeros)
             elif arg in spec.constants:
                 value = constant_buffer(dc, spec.constants[arg])
+                moved += spec.constants[arg].nbytes
             elif arg in spec.scalars:
                 value = spec.scalars[arg]
             elif arg in la.bindings:
                 ref = la.bindings[arg]
                 st = storage[b.root(ref)] if not isinstance(ref, _OutputSlot) else Storage("output", ref.external)
+                moved += _storage_bytes(st)
                 if st.kind in ("input", "output"):
                     st.external.uses.append(ArgUse(kernel, i))
                     continue
@@ -270,5 +360,19 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
                 raise BackendError(f"kernel {spec.name}: argument {arg!r} is not bound")
             kernel.set_arg(i, value)
             keep.append(value)
-        launches.append(Launch(kernel, spec.global_size, spec.local_size, spec.name))
+        op = b.graph.operations[la.op] if la.op >= 0 else None
+        info = {"op": la.op, "op_name": op.name if op is not None else "copy", "kernel": spec.function,
+                "flops": spec.flops, "bytes": moved, "global_size": spec.global_size}
+        if la.op in b.residuals:
+            info["fused_add"] = b.residuals[la.op].add
+        launches.append(Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info))
     return launches, keep
+
+
+def _storage_bytes(st: Storage) -> int:
+    """Bytes of a kernel argument's storage (an external tensor's from its shape)."""
+    if st.external is not None:
+        return int(np.prod(st.external.shape, dtype=np.int64)) * np.dtype(st.external.dtype).itemsize
+    if st.kind == "const":
+        return int(st.buffer.size)
+    return st.nbytes

@@ -1,12 +1,21 @@
 """Host side of each float32 kernel in ``cl_kernels``: choose its blocking, pack its constants,
-name its macros and launch geometry (a ``KernelSpec``), and turn a spec into a ready ``Launch``.
+name its arguments and launch geometry (a ``KernelSpec``), and turn a spec into a ready ``Launch``.
 
-Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py):
-- gemm: an MR x 16*NV tile per work-item, 6 x 64 when N allows, 12 x 32 or 14 x 16 for narrow N.
-- conv2d: PW output pixels x 16*NV channels, same register budget as gemm.
-- depthwise: up to 14 output pixels of a row (7 when strided) x 16 channels.
+Every size, stride and clamp bound is a kernel ARGUMENT, so one program serves every shape: a
+program costs ~0.1-0.4 s to build and each kernel ~0.15 s to JIT on PoCL, which a model pays
+once per distinct kernel, not per layer. What stays compile-time is what the register blocking
+needs: gemm.cl and conv2d.cl are templates instantiated once per blocking in ``BLOCKINGS``
+inside one program, depthwise.cl once per fast filter geometry in ``DEPTHWISE_FAST``.
+
+Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and BENCHMARKS.md):
+- gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``BLOCKINGS``; NV
+  chosen per layer for the least padded work (``choose_nv``); the last panel and the last row
+  block shifted back to end at the tensor's edge (``packing.panel_starts``), so tiles are whole;
+  each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn.
+- depthwise: 7 output pixels (4 when strided) x 2 rows x every 16-channel block of a pixel run
+  (``cbn`` of them) per work-item.
 The small generic kernels (elementwise.cl, pool.cl, reduce.cl) take their sizes as scalar
-arguments instead, so one program serves every shape; ``row_blocks`` splits their work.
+arguments too; ``row_blocks`` splits their work.
 """
 from __future__ import annotations
 
@@ -20,11 +29,21 @@ import numpy as np
 from teflon_py import ir, quant
 from teflon_py.opencl import packing
 from teflon_py.opencl.device import DeviceContext
-from teflon_py.opencl.programs import ProgramCache
+from teflon_py.opencl.programs import FileEntry, ProgramCache, template
 from teflon_py.opencl.runtime import ArgUse, ExternalTensor, Launch, LaunchList, constant_buffer, zeros_buffer
 
+#: (rows or pixels per work-item, 16-float vectors across N): the gemm and conv2d blockings, each
+#: a kernel of the one gemm (conv2d) program. ~24 accumulators of the 32 AVX-512 registers.
+BLOCKINGS: tuple[tuple[int, int], ...] = ((14, 1), (12, 2), (8, 3), (6, 4))
 #: Rows (gemm) or pixels (conv2d) per work-item for each number of 16-float vectors across N.
-TILE_ROWS = {4: 6, 3: 8, 2: 12, 1: 14}
+TILE_ROWS = {nv: mr for mr, nv in BLOCKINGS}
+#: Work-items a gemm (conv2d) launch aims for at least; each takes ``tpi`` tiles (``pbn`` pixel
+#: blocks) in turn: fewer, longer items measured faster, down to ~32 per core.
+GEMM_ITEMS = 64
+#: Work-items a weight-bound gemm launch keeps at least (each streams its panels once).
+GEMM_MIN_ITEMS = 8
+#: Relative speed of each NV at equal padded work (fewer vectors: more broadcasts per FMA).
+NV_EFFICIENCY = {4: 1.0, 3: 0.98, 2: 0.94, 1: 0.8}
 
 
 @dataclass(frozen=True)
@@ -32,10 +51,12 @@ class KernelSpec:
     """Everything needed to build and launch one kernel, before any device is involved.
 
     ``args`` names the kernel's arguments in order: ``"input"``/``"output"`` are bound by the
-    caller, ``"zeros"`` is the shared zero buffer, any other name is a key of ``constants``.
+    caller, ``"zeros"`` is the shared zero buffer, names in ``constants`` are packed arrays and
+    names in ``scalars`` by-value arguments. ``entry`` is the OpenCL function when it differs
+    from ``name`` (a template's instantiation, e.g. ``gemm_6x4``); ``name`` is the family.
     """
 
-    files: tuple[str, ...]
+    files: tuple[FileEntry, ...]
     name: str
     defines: Mapping[str, object]
     global_size: tuple[int, ...]
@@ -45,13 +66,21 @@ class KernelSpec:
     zeros: int = 0  # floats of zeros the kernel may read
     flops: int = 0
     scalars: Mapping[str, np.int32 | np.float32] = field(default_factory=dict)  # by-value arguments
+    entry: str = ""
+    out_shape: tuple[int, ...] = ()
+    meta: Mapping[str, int] = field(default_factory=dict)  # sizes other specs derive from this one
+
+    @property
+    def function(self) -> str:
+        """The OpenCL kernel function to create."""
+        return self.entry or self.name
 
     def launch(self, dc: DeviceContext, cache: ProgramCache, buffers: Mapping[str, Any]) -> Launch:
         """Build (or fetch) the program, create the kernel once and set every argument."""
         import pyopencl as cl
 
         program = cache.build(self.files, self.defines)
-        kernel = cl.Kernel(program, self.name)
+        kernel = cl.Kernel(program, self.function)
         keep = []
         for i, arg in enumerate(self.args):
             if arg == "zeros":
@@ -64,7 +93,8 @@ class KernelSpec:
                 buf = buffers.get(arg)
             kernel.set_arg(i, buf)
             keep.append(buf)
-        return Launch(kernel, self.global_size, self.local_size, self.name, tuple(keep))
+        return Launch(kernel, self.global_size, self.local_size, self.name, tuple(keep),
+                      info={"kernel": self.function, "flops": self.flops})
 
 
 #: A clamp (lo, hi): what a fused activation, or several folded into one another, leaves.
@@ -114,6 +144,25 @@ def vectors_for(channels: int) -> int:
     return min(4, -(-channels // 16))
 
 
+def choose_nv(n: int) -> int:
+    """The NV of ``BLOCKINGS`` that covers ``n`` columns fastest: least work (whole panels, the
+    last one overlapping) over its relative speed (96 columns: 2 x 48, not 2 x 64 with a third
+    wasted), among those whose panel fits in ``n`` (narrower layers take the kernels' slow edge
+    path); 1 below 16 columns."""
+    fitting = [nv for nv in TILE_ROWS if 16 * nv <= n] or [1]
+    return min(fitting, key=lambda nv: (packing.round_up(n, 16 * nv) / NV_EFFICIENCY[nv], -nv))
+
+
+def template_files(kernel_file: str, family: str, blockings: tuple[tuple[int, int], ...],
+                   extra: tuple[int, int] | None = None) -> tuple[FileEntry, ...]:
+    """common.cl, then ``kernel_file`` instantiated once per (rows, nv) blocking, named
+    ``<family>_<rows>x<nv>``; a blocking outside the standard set is one more instantiation."""
+    wanted = blockings if extra is None or extra in blockings else (*blockings, extra)
+    rows_macro = "MR" if family == "gemm" else "PW"
+    return ("common.cl", *(template(kernel_file, **{f"{family.upper()}_NAME": f"{family}_{r}x{v}",
+                                                    rows_macro: r, "NV": v}) for r, v in wanted))
+
+
 @dataclass(frozen=True)
 class Batching:
     """Batches of a batched GEMM: up to three batch dims, each operand's stride along each (floats;
@@ -128,61 +177,88 @@ class Batching:
         return self.dims[0] * self.dims[1] * self.dims[2]
 
 
+def epilogue_scalars(activation: ir.Activation | int | Clamp, residual: Clamp | None) -> dict[str, Any]:
+    """The clamp and residual arguments shared by gemm and conv2d: lo, hi, res, rlo, rhi."""
+    lo, hi = clamp_of(activation)
+    rlo, rhi = residual if residual is not None else UNBOUNDED
+    return scalars(lo=float(lo), hi=float(hi), res=int(residual is not None), rlo=float(rlo), rhi=float(rhi))
+
+
 def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray | None = None,
               activation: ir.Activation | int | Clamp = ir.Activation.NONE, *, lda: int | None = None,
               ldc: int | None = None, ask: int = 1, batching: Batching | None = None,
               pack_strides: tuple[int, int] | None = None, mr: int | None = None,
-              nv: int | None = None) -> KernelSpec:
+              nv: int | None = None, residual: Clamp | None = None, tpi: int | None = None,
+              panel_major: bool | None = None) -> KernelSpec:
     """C[m][n] = act(A[m][k] . B + bias) with A rows ``lda`` apart and C rows ``ldc`` apart.
 
     ``b_kn`` is B as [K][N] (or [batches][K][N]), packed here; None when B is packed on the device
     by ``pack_b_spec`` (then ``pack_strides`` = B's (k, n) strides, and the caller binds "weights").
+    ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
+    tensor shaped like C.
     """
-    nv = nv or vectors_for(n)
-    mr = min(mr or TILE_ROWS[nv], m)
+    nv = nv or choose_nv(n)
+    mr = mr or TILE_ROWS[nv]  # fewer rows than mr take the kernel's edge path (no new variant)
     nr = 16 * nv
     np_ = packing.round_up(n, nr)
-    defines: dict[str, object] = {"M": m, "N": n, "K": k, "NP": np_, "MR": mr, "NV": nv, "LDA": lda or k,
-                                  "LDC": ldc or n, **activation_defines(activation)}
-    if ask != 1:
-        defines["ASK"] = ask
-    global_size: tuple[int, ...] = (np_ // nr, -(-m // mr))
+    global_size: tuple[int, ...] = (1, 1, 1)
+    dims, a_strides, b_strides = (1, 1, 1), (0, 0, 0), (0, 0, 0)
     batches = 1
     if batching is not None and batching.count > 1:
         batches = batching.count
-        defines.update({"BD1": batching.dims[1], "BD2": batching.dims[2],
-                        **{f"ABS{i}": s for i, s in enumerate(batching.a_strides)},
-                        **{f"BBS{i}": s for i, s in enumerate(batching.b_strides)}})
-        global_size = (*global_size, batches)
-    if pack_strides is not None:
-        defines.update({"PSK": pack_strides[0], "PSN": pack_strides[1]})
-    constants = {"bias": packing.pad_vector(bias, n, np_)}
+        dims, a_strides, b_strides = batching.dims, batching.a_strides, batching.b_strides
+        global_size = (1, 1, batches)
+    args = scalars(M=m, N=n, K=k, lda=lda or k, ask=ask, ldc=ldc or n)
+    args.update(epilogue_scalars(activation, residual))
+    args.update(scalars(bd1=dims[1], bd2=dims[2], **{f"as{i}": v for i, v in enumerate(a_strides)},
+                        **{f"bs{i}": v for i, v in enumerate(b_strides)}))
+    row_blocks, panels = -(-m // mr), np_ // nr
+    tiles = row_blocks * panels
+    panel_major = np_ > m if panel_major is None else panel_major  # weights outweigh activations
+    if not tpi:
+        tpi = max(1, tiles // GEMM_ITEMS)
+        if panel_major:  # weight-bound: few items, each streaming its panels once
+            tpi = max(tpi, -(-tiles // GEMM_MIN_ITEMS))
+        elif tpi >= panels:  # whole rows per item: each C row written by one work-item
+            tpi = -(-tpi // panels) * panels
+    args.update(scalars(tpi=tpi, panel_major=int(panel_major)))
+    global_size = (-(-tiles // tpi), 1, global_size[2])
+    constants = {"bias": packing.panel_bias(bias, n, nr)}
     if b_kn is not None:
         b = np.asarray(b_kn, np.float32)
         constants["weights"] = (packing.pack_gemm_weights(b, nr) if b.ndim == 2 else
                                 np.stack([packing.pack_gemm_weights(x, nr) for x in b]))
+    meta = {"M": m, "N": n, "K": k, "NP": np_, "NR": nr}
+    if pack_strides is not None:
+        meta.update({"PSK": pack_strides[0], "PSN": pack_strides[1]})
+    files = template_files("gemm.cl", "gemm", BLOCKINGS, (mr, nv))
+    entry = f"gemm_{mr}x{nv}"
+    if ask != 1:  # A read along k with a stride: its own instantiation (and program)
+        entry += "_strided"
+        files = (*files, template("gemm.cl", GEMM_NAME=entry, MR=mr, NV=nv, STRIDED_A=1))
     return KernelSpec(
-        files=("common.cl", "gemm.cl"), name="gemm", defines=defines,
-        global_size=global_size, local_size=(1,) * len(global_size),
-        args=("input", "weights", "bias", "output"), constants=constants,
-        flops=2 * m * n * k * batches,
+        files=files, name="gemm", defines={},
+        global_size=global_size, local_size=(1, 1, 1),
+        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros", *args),
+        constants=constants, flops=2 * m * n * k * batches, scalars=args, entry=entry,
+        out_shape=(m, n), meta=meta, zeros=16,
     )
 
 
 def pack_b_spec(gemm: KernelSpec, batches: int) -> KernelSpec:
     """Pack ``batches`` runtime B matrices ("input") into ``gemm``'s panels ("output"); same program."""
-    d = gemm.defines
-    nr = 16 * int(d["NV"])
+    d = gemm.meta
+    args = scalars(K=d["K"], N=d["N"], NP=d["NP"], nr=d["NR"], psk=d["PSK"], psn=d["PSN"])
     return KernelSpec(
-        files=gemm.files, name="gemm_pack_b", defines=d,
-        global_size=(int(d["NP"]) // nr, int(d["K"]), batches), local_size=(1, 1, 1),
-        args=("input", "output"),
+        files=gemm.files, name="gemm_pack_b", defines={},
+        global_size=(d["NP"] // d["NR"], d["K"], batches), local_size=(1, 1, 1),
+        args=("input", "output", *args), scalars=args, meta=d,
     )
 
 
 def packed_b_floats(gemm: KernelSpec) -> int:
     """Floats of one packed B of ``gemm``: NP * K."""
-    return int(gemm.defines["NP"]) * int(gemm.defines["K"])
+    return int(gemm.meta["NP"]) * int(gemm.meta["K"])
 
 
 def fully_connected_spec(batch: int, weights_nk: np.ndarray, bias: np.ndarray | None = None,
@@ -229,10 +305,12 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 *, stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
                 padding: ir.Padding | int = ir.Padding.SAME,
                 activation: ir.Activation | int | Clamp = ir.Activation.NONE,
-                pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None) -> KernelSpec:
+                pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
+                residual: Clamp | None = None) -> KernelSpec:
     """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM.
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
+    ``residual``: an ADD folded into the epilogue (see ``gemm_spec``).
     """
     nb, ih, iw, ic = input_shape
     oc, kh, kw, fic = filt.shape
@@ -240,64 +318,115 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
         raise ValueError(f"filter has {fic} input channels, input has {ic}")
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     if (kh, kw) == (1, 1) and stride == (1, 1) and pads == NO_PADS and pw is None:
-        return gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
-                         activation, nv=nv)
-    nv = nv or vectors_for(oc)
-    pw = pw or TILE_ROWS[nv]
+        spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
+                         activation, nv=nv, residual=residual)
+        return _replace(spec, out_shape=(nb, ih, iw, oc))
+    nv = nv or choose_nv(oc)
+    pw = pw or TILE_ROWS[nv]  # fewer pixels than pw take the kernel's edge path (no new variant)
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     npix = nb * wh.out * ww.out
-    pw = min(pw, npix)
-    defines = {"NB": nb, "IH": ih, "IW": iw, "IC": ic, "OH": wh.out, "OW": ww.out, "OC": oc, "OCP": ocp,
-               "KH": kh, "KW": kw, "SH": stride[0], "SW": stride[1], "DH": dilation[0], "DW": dilation[1],
-               "PT": wh.pad, "PL": ww.pad, "PW": pw, "NV": nv, **activation_defines(activation)}
+    args = scalars(NB=nb, IH=ih, IW=iw, IC=ic, OH=wh.out, OW=ww.out, OC=oc, KH=kh, KW=kw, SH=stride[0],
+                   SW=stride[1], DH=dilation[0], DW=dilation[1], PT=wh.pad, PL=ww.pad)
+    args.update(epilogue_scalars(activation, residual))
+    pixel_blocks = -(-npix // pw)
+    pbn = max(1, min(pixel_blocks, pixel_blocks * (ocp // ocb) // GEMM_ITEMS))
+    args.update(scalars(pbn=pbn))
     return KernelSpec(
-        files=("common.cl", "conv2d.cl"), name="conv2d", defines=defines,
-        global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
-        args=("input", "weights", "bias", "zeros", "output"),
-        constants={"weights": packing.pack_conv_weights(np.asarray(filt, np.float32), ocb),
-                   "bias": packing.pad_vector(bias, oc, ocp)},
-        zeros=ic, flops=2 * npix * oc * kh * kw * ic,
+        files=template_files("conv2d.cl", "conv2d", BLOCKINGS, (pw, nv)), name="conv2d", defines={},
+        global_size=(ocp // ocb, -(-pixel_blocks // pbn)), local_size=(1, 1),
+        args=("input", "weights", "bias", "zeros", "output", "residual" if residual is not None else "zeros",
+              *args),
+        constants={"weights": packing.pack_conv_weights_shifted(np.asarray(filt, np.float32), ocb),
+                   "bias": packing.panel_bias(bias, oc, ocb)},
+        zeros=ic * kw, flops=2 * npix * oc * kh * kw * ic, scalars=args, entry=f"conv2d_{pw}x{nv}",
+        out_shape=(nb, wh.out, ww.out, oc),
     )
 
 
-def depthwise_pixels(out_w: int, stride_w: int) -> int:
-    """Pixels per depthwise work-item: up to 14 (7 when strided, whose input span is twice as
-    wide), spread evenly so the last block of a row is not mostly empty."""
-    most = 14 if stride_w == 1 else 7
-    blocks = -(-out_w // most)
-    return -(-out_w // blocks)
+def _replace(spec: KernelSpec, **changes: Any) -> KernelSpec:
+    import dataclasses
+
+    return dataclasses.replace(spec, **changes)
+
+
+#: (KW, SW, pixels per row, rows) per work-item of the depthwise kernels that keep a row of
+#: inputs in registers (dilation 1, depth multiplier 1, 16+ channels); any other geometry runs
+#: ``depthwise_any``. Two output rows per work-item share their middle input rows.
+DEPTHWISE_FAST: tuple[tuple[int, int, int, int], ...] = ((3, 1, 7, 2), (3, 2, 4, 2), (5, 1, 6, 2), (5, 2, 4, 2))
+DEPTHWISE_FILES: tuple[FileEntry, ...] = ("common.cl", *(
+    template("depthwise.cl", DEPTHWISE_NAME=f"depthwise_{kw}x{sw}", KW=kw, SW=sw, PW=pw, RH=rh)
+    for kw, sw, pw, rh in DEPTHWISE_FAST))
+#: Work-items a depthwise launch aims for at least: fewer, longer items (every channel of a
+#: pixel run: contiguous loads) measured faster than many short ones, down to ~4 per core.
+DEPTHWISE_ITEMS = 8
 
 
 def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None,
                    *, depth_multiplier: int = 1, stride: tuple[int, int] = (1, 1),
                    dilation: tuple[int, int] = (1, 1), padding: ir.Padding | int = ir.Padding.SAME,
                    activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
-                   pw: int | None = None) -> KernelSpec:
-    """NHWC DEPTHWISE_CONV_2D with TFLite's filter [1][KH][KW][C*depth_multiplier]."""
+                   pw: int | None = None, rh: int | None = None, cbn: int | None = None) -> KernelSpec:
+    """NHWC DEPTHWISE_CONV_2D with TFLite's filter [1][KH][KW][C*depth_multiplier]; ``pw``, ``rh``
+    and ``cbn`` force a fast kernel's blocking (pixels, rows, 16-channel blocks per work-item)."""
     nb, ih, iw, c = input_shape
     _, kh, kw, oc = filt.shape
     if oc != c * depth_multiplier:
         raise ValueError(f"filter has {oc} channels, input {c} x depth multiplier {depth_multiplier}")
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
-    pw = min(pw or depthwise_pixels(ww.out, stride[1]), ww.out)
-    ocp = packing.round_up(oc, 16)
-    defines = {"NB": nb, "IH": ih, "IW": iw, "C": c, "DM": depth_multiplier, "OC": oc, "OCP": ocp,
-               "OH": wh.out, "OW": ww.out, "KH": kh, "KW": kw, "SH": stride[0], "SW": stride[1],
-               "DH": dilation[0], "DW": dilation[1], "PT": wh.pad, "PL": ww.pad, "PW": pw,
-               **activation_defines(activation)}
+    lo, hi = clamp_of(activation)
+    flops = 2 * nb * wh.out * ww.out * oc * kh * kw
+    fast = None
+    if dilation == (1, 1) and depth_multiplier == 1 and c >= 16:
+        fast = {(k, s): (p, r) for k, s, p, r in DEPTHWISE_FAST}.get((kw, stride[1]))
+    if fast is None:
+        return _depthwise_any(input_shape, filt, bias, depth_multiplier, stride, dilation, wh, ww, (lo, hi))
+    files, entry = DEPTHWISE_FILES, f"depthwise_{kw}x{stride[1]}"
+    if (pw or fast[0], rh or fast[1]) != fast:  # a forced blocking: its own instantiation
+        fast = (pw or fast[0], rh or fast[1])
+        entry += f"_{fast[0]}x{fast[1]}"
+        files = (*files, template("depthwise.cl", DEPTHWISE_NAME=entry, KW=kw, SW=stride[1], PW=fast[0],
+                                  RH=fast[1]))
+    blocks = -(-c // 16)
+    tiles = -(-ww.out // fast[0]) * -(-wh.out // fast[1]) * nb
+    cbn = cbn or max(1, min(blocks, blocks * tiles // DEPTHWISE_ITEMS))
+    args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0], PT=wh.pad, PL=ww.pad,
+                   lo=float(lo), hi=float(hi), cbn=cbn)
     return KernelSpec(
-        files=("common.cl", "depthwise.cl"), name="depthwise", defines=defines,
-        global_size=(ocp // 16, -(-ww.out // pw), nb * wh.out), local_size=(1, 1, 1),
-        args=("input", "weights", "bias", "zeros", "output"),
+        files=files, name="depthwise", defines={},
+        global_size=(-(-blocks // cbn), -(-ww.out // fast[0]), nb * -(-wh.out // fast[1])), local_size=(1, 1, 1),
+        args=("input", "weights", "bias", "zeros", "output", *args),
+        constants={"weights": np.ascontiguousarray(np.asarray(filt, np.float32)[0]),
+                   "bias": packing.pad_vector(bias, oc, oc)},
+        zeros=16, flops=flops, scalars=args, entry=entry, out_shape=(nb, wh.out, ww.out, oc),
+    )
+
+
+def _depthwise_any(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, dm: int,
+                   stride: tuple[int, int], dilation: tuple[int, int], wh: Window, ww: Window,
+                   clamp: Clamp) -> KernelSpec:
+    """The general depthwise kernel: any filter, stride, dilation, depth multiplier, channels."""
+    nb, ih, iw, c = input_shape
+    _, kh, kw, oc = filt.shape
+    ocp = packing.round_up(oc, 16)
+    args = scalars(NB=nb, IH=ih, IW=iw, C=c, DM=dm, OC=oc, OCP=ocp, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0],
+                   DH=dilation[0], PT=wh.pad, PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), fw=kw,
+                   sw=stride[1], dw=dilation[1])
+    return KernelSpec(
+        files=DEPTHWISE_FILES, name="depthwise", defines={},
+        global_size=(ocp // 16, -(-ww.out // 8), nb * wh.out), local_size=(1, 1, 1),
+        args=("input", "weights", "bias", "zeros", "output", *args),
         constants={"weights": packing.pack_depthwise_weights(np.asarray(filt, np.float32)),
                    "bias": packing.pad_vector(bias, oc, ocp)},
-        zeros=ocp, flops=2 * nb * wh.out * ww.out * oc * kh * kw,
+        zeros=ocp, flops=2 * nb * wh.out * ww.out * oc * kh * kw, scalars=args, entry="depthwise_any",
+        out_shape=(nb, wh.out, ww.out, oc),
     )
 
 
 def output_shape(spec: KernelSpec) -> tuple[int, ...]:
     """The NHWC (conv) or [M][N] (gemm) shape a spec writes."""
+    if spec.out_shape:
+        return tuple(spec.out_shape)
     d = spec.defines
     if spec.name == "gemm":
         return (int(d["M"]), int(d["N"]))

@@ -53,14 +53,20 @@ def check_conv_2d(graph: ir.Graph, op: ir.Operation) -> str | None:
 
 @lowering("CONV_2D", check=check_conv_2d, constants=(1, 2), fuses_activation=True, folds_pad=True)
 def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
-    """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1."""
+    """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1;
+    an ADD that ``compiled.plan_residuals`` folded into it is added in the epilogue."""
     opts = options(op, Conv2DOptions)
     x = ctx.input(op)
+    residual = ctx.residual(op) if hasattr(ctx, "residual") else None  # a following ADD folded in
     spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(op.inputs[1]), _bias(ctx, op),
                                stride=(opts.stride_h, opts.stride_w),
                                dilation=(opts.dilation_h_factor, opts.dilation_w_factor),
-                               padding=opts.padding, activation=ctx.clamp(op), pads=ctx.pads(op))
-    ctx.launch(spec, input=x, output=ctx.output(op))
+                               padding=opts.padding, activation=ctx.clamp(op), pads=ctx.pads(op),
+                               residual=residual.clamp if residual is not None else None)
+    if residual is not None:
+        ctx.launch(spec, input=x, output=ctx.output(op), residual=residual.tensor)
+    else:
+        ctx.launch(spec, input=x, output=ctx.output(op))
 
 
 def check_depthwise_conv_2d(graph: ir.Graph, op: ir.Operation) -> str | None:

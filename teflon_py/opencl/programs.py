@@ -1,14 +1,23 @@
 """Build OpenCL programs from ``cl_kernels`` sources with ``-D`` macros, cached on disk as binaries.
 
-A build from source costs ~0.4 s on PoCL plus ~50 ms of JIT per kernel at its first launch; a
-binary saved *after* that first launch carries the JIT-compiled kernel too and loads in ~5 ms.
-So ``ProgramCache.build`` keeps freshly built programs pending, and ``commit`` (called by the
-runtime after a partition's first run) writes their binaries. PoCL freezes a program's binary
-the first time it is queried, which is why nothing asks for it before the launches.
+A program's source is its files concatenated; a file entry ``(name, defines)`` instantiates a
+*template* file (one whose kernel names are macros, e.g. ``GEMM_NAME``) under those macros,
+wrapped in ``#define``/``#undef``, so several blockings of one kernel live in one program.
 
-Entries live in ``TEFLON_CACHE_DIR`` (default ``~/.cache/teflon-py/cl``), one file per key: the
-sha256 of (sources, options, device name, platform version, driver version). A file holds a
-magic, the payload's sha256 and the payload; a damaged or unloadable one is rebuilt from source.
+Costs on PoCL (2-core EPYC): ~0.1-0.4 s to build a program from source, then ~0.15 s of JIT per
+kernel at its first launch (PoCL compiles a work-group function per kernel and local size).
+Two disk caches can skip both: PoCL's own kernel cache (``POCL_CACHE_DIR``, on unless
+``POCL_KERNEL_CACHE=0``), which keeps the compiled bitcode and work-group functions and brings a
+program back in ~25 ms; and ours, program binaries in ``TEFLON_CACHE_DIR`` (default
+``~/.cache/teflon-py/cl``), which load in ~3 ms. Ours costs ~0.2 s per kernel to *write* on
+PoCL (asking for a binary makes PoCL compile a generic work-group function of every kernel), so
+on PoCL with its kernel cache on, the shared caches (``program_cache``) only read ours; elsewhere
+``build`` keeps freshly built programs pending and ``commit`` (called by the runtime after a
+partition's first run, so binaries carry the JIT-compiled kernels) writes them.
+
+Entries are one file per key: the sha256 of (source, options, device name, platform version,
+driver version). A file holds a magic, the payload's sha256 and the payload; a damaged or
+unloadable one is rebuilt from source.
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ import math
 import os
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +39,10 @@ ENV = "TEFLON_CACHE_DIR"
 _MAGIC = b"TFCLBIN1"
 _memo: dict[tuple[int, str], Any] = {}  # (context pointer, key) -> built cl.Program
 _lock = threading.Lock()
+#: Programs obtained in this process, by where they came from ("memo", "disk", "source", "corrupt").
+TOTALS: Counter[str] = Counter()
+#: A program's file: a plain ``cl_kernels`` file name, or a template file and its macros.
+FileEntry = str | tuple[str, tuple[tuple[str, object], ...]]
 
 
 def default_cache_dir() -> Path:
@@ -43,6 +57,56 @@ def load_source(name: str) -> str:
         return importlib.resources.files("cl_kernels").joinpath(name).read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise BackendError(f"OpenCL source {name!r} is missing from cl_kernels") from e
+
+
+def _pocl_caches_kernels(dc: DeviceContext) -> bool:
+    """Whether the device is PoCL's with its own kernel cache on (POCL_KERNEL_CACHE not 0)."""
+    try:
+        vendor = dc.device.platform.vendor.lower()
+    except AttributeError:
+        return False
+    return "pocl" in vendor and os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
+
+
+def template(name: str, **defines: object) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """The file entry instantiating template ``name`` under ``defines`` (a kernel name among them)."""
+    return (name, tuple(defines.items()))
+
+
+def entry_source(entry: FileEntry) -> str:
+    """A file entry's text: the file, or the template file between ``#define``s and ``#undef``s."""
+    if isinstance(entry, str):
+        return load_source(entry)
+    name, defines = entry
+    head = "".join(f"#define {k} {_literal(v)}\n" for k, v in defines)
+    tail = "".join(f"#undef {k}\n" for k, _ in defines)
+    return f"{head}{load_source(name)}\n{tail}"
+
+
+def is_template_program(files: Sequence[FileEntry], defines: Mapping[str, object]) -> bool:
+    """Whether a program is common.cl plus template instantiations only, with no ``-D`` macros:
+    such programs of one partition can merge into one (``merge_template_programs``)."""
+    return not defines and files[:1] == ("common.cl",) and all(not isinstance(f, str) for f in files[1:])
+
+
+def merge_template_programs(programs: Sequence[tuple[Sequence[FileEntry], str]]) -> tuple[FileEntry, ...]:
+    """One program for the (files, kernel function) pairs of template programs (see
+    ``is_template_program``): common.cl, then only the instantiation each kernel needs (the one
+    whose ``*_NAME`` macro is the function; for a kernel outside the template, such as
+    gemm_pack_b, the file's first instantiation, which also defines it), each once, in a
+    canonical order so equal sets give equal sources. One front-end compile for a partition."""
+    entries = set()
+    for files, function in programs:
+        instances = [f for f in files[1:] if not isinstance(f, str)]
+        named = [f for f in instances if any(k.endswith("_NAME") and v == function for k, v in f[1])]
+        entries.add(named[0] if named else instances[0])
+    return ("common.cl", *sorted(entries, key=lambda e: (e[0], repr(e[1]))))
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, float):
+        return f"{float(value)!r}f"
+    return str(value)
 
 
 def format_define(name: str, value: object) -> str:
@@ -65,10 +129,11 @@ class ProgramCache:
     """Builds programs for one DeviceContext, memoised in-process and cached on disk."""
 
     def __init__(self, dc: DeviceContext, cache_dir: str | os.PathLike[str] | None = None,
-                 use_disk: bool = True):
+                 use_disk: bool = True, save_binaries: bool = True):
         self.dc = dc
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.use_disk = use_disk
+        self.save_binaries = use_disk and save_binaries
         self._pending: dict[str, Any] = {}  # key -> program built from source, not yet saved
         self.stats = {"memo": 0, "disk": 0, "source": 0, "corrupt": 0}
 
@@ -79,26 +144,32 @@ class ProgramCache:
             h.update(b"\0")
         return h.hexdigest()
 
-    def build(self, files: Sequence[str], defines: Mapping[str, object] | None = None,
+    def build(self, files: Sequence[FileEntry], defines: Mapping[str, object] | None = None,
               extra_options: Sequence[str] = ()) -> Any:
         """The built program of ``files`` (concatenated in order) under ``defines``."""
-        source = "\n".join(load_source(f) for f in files)
-        return self.build_source(source, build_options(defines or {}, extra_options), label="+".join(files))
+        source = "\n".join(entry_source(f) for f in files)
+        label = "+".join(dict.fromkeys(f if isinstance(f, str) else f[0] for f in files))
+        return self.build_source(source, build_options(defines or {}, extra_options), label=label)
 
     def build_source(self, source: str, options: str, label: str = "<source>") -> Any:
         key = self.key(source, options)
         memo_key = (self.dc.context.int_ptr, key)
         with _lock:
             if memo_key in _memo:
-                self.stats["memo"] += 1
+                self._count("memo")
                 return _memo[memo_key]
             program = self._load(key, options) if self.use_disk else None
             if program is None:
                 program = self._compile(source, options, label)
-                self._pending[key] = program
-                self.stats["source"] += 1
+                if self.save_binaries:
+                    self._pending[key] = program
+                self._count("source")
             _memo[memo_key] = program
             return program
+
+    def _count(self, what: str) -> None:
+        self.stats[what] += 1
+        TOTALS[what] += 1
 
     def _path(self, key: str) -> Path:
         return self.cache_dir / f"{key}.bin"
@@ -115,11 +186,11 @@ class ProgramCache:
             cl = _cl()
             try:
                 program = cl.Program(self.dc.context, [self.dc.device], [payload]).build(options=options)
-                self.stats["disk"] += 1
+                self._count("disk")
                 return program
             except cl.Error:
                 pass
-        self.stats["corrupt"] += 1
+        self._count("corrupt")
         path.unlink(missing_ok=True)
         return None
 
@@ -139,7 +210,7 @@ class ProgramCache:
         """Write the binaries of programs built from source since the last commit; return how many."""
         with _lock:
             pending, self._pending = self._pending, {}
-        if not self.use_disk:
+        if not self.save_binaries:
             return 0
         written = 0
         for key, program in pending.items():
@@ -179,12 +250,13 @@ _caches: dict[tuple[int, str], ProgramCache] = {}
 
 
 def program_cache(dc: DeviceContext, cache_dir: str | os.PathLike[str] | None = None) -> ProgramCache:
-    """The shared ProgramCache of ``dc`` and ``cache_dir`` (default: ``default_cache_dir()``)."""
+    """The shared ProgramCache of ``dc`` and ``cache_dir`` (default: ``default_cache_dir()``); it
+    writes binaries unless PoCL's own kernel cache already keeps them (see the module doc)."""
     path = str(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     with _lock:
         key = (dc.context.int_ptr, path)
         if key not in _caches:
-            _caches[key] = ProgramCache(dc, path)
+            _caches[key] = ProgramCache(dc, path, save_binaries=not _pocl_caches_kernels(dc))
         return _caches[key]
 
 

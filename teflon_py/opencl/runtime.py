@@ -27,13 +27,31 @@ def _cl() -> Any:
 
 @dataclass
 class Launch:
-    """One kernel with its arguments set, its geometry and the buffers it must keep alive."""
+    """One kernel with its arguments set, its geometry and the buffers it must keep alive.
+
+    ``info`` describes it for profiles: the op it came from, FLOPs, bytes its arguments span.
+    """
 
     kernel: Any
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
     name: str = ""
     keep: tuple[Any, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One launch of a profiled run: device timestamps in nanoseconds (queued, start, end)."""
+
+    launch: Launch
+    queued_ns: int
+    start_ns: int
+    end_ns: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ns - self.start_ns) * 1e-9
 
 
 @dataclass
@@ -112,6 +130,12 @@ class LaunchList:
     def run(self, inputs: Sequence[np.ndarray] = (),
             profile: bool = False) -> tuple[list[np.ndarray], list[tuple[str, float]]]:
         """Run once on ``inputs``; return the outputs and, if ``profile``, (name, seconds) per launch."""
+        outs, timings = self.run_timed(inputs, profile)
+        return outs, [(t.launch.name, t.seconds) for t in timings]
+
+    def run_timed(self, inputs: Sequence[np.ndarray] = (),
+                  profile: bool = True) -> tuple[list[np.ndarray], list[KernelTiming]]:
+        """Run once on ``inputs``; with ``profile``, on a profiling queue, with each launch's times."""
         cl = _cl()
         if len(inputs) != len(self.inputs):
             raise BackendError(f"expected {len(self.inputs)} inputs, got {len(inputs)}")
@@ -145,7 +169,8 @@ class LaunchList:
             hook()
         times = []
         if profile:
-            times = [(la.name, (ev.profile.end - ev.profile.start) * 1e-9) for la, ev in zip(self.launches, events)]
+            times = [KernelTiming(la, ev.profile.queued, ev.profile.start, ev.profile.end)
+                     for la, ev in zip(self.launches, events)]
         return outs, times
 
     @staticmethod
