@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -138,49 +139,145 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Time invoke (and LiteRT's, alternating), allocate_tensors cold and warm, and a profile."""
     if args.runs < 1 or args.warmup < 0:
         raise CliError("--runs must be at least 1 and --warmup at least 0")
-    start = time.perf_counter()
-    it = _interpreter(args.model, args.delegate)
-    it.allocate_tensors()
-    allocate_ms = (time.perf_counter() - start) * 1e3
+    it, cold = _timed_allocate(args.model, args.delegate)
     rng = np.random.default_rng(0)
     inputs = [_random_input(d, rng) for d in it.get_input_details()]
+    again, warm = _timed_allocate(args.model, args.delegate, fresh_memo=True)  # caches are full now
+    del again
     result: dict[str, Any] = {"model": args.model, "delegate": args.delegate, "runs": args.runs,
-                              "warmup": args.warmup, "allocate_ms": allocate_ms}
-    result.update(_time_invokes(it, inputs, args.runs, args.warmup))
-    if args.compare:
-        from ai_edge_litert.interpreter import Interpreter as LiteRT
+                              "warmup": args.warmup, "allocate_ms": cold["ms"],
+                              "allocate_programs_built": cold["built"], "allocate_cache": cold["cache"],
+                              "allocate_warm_ms": warm["ms"], "allocate_warm_programs_built": warm["built"]}
+    lite = _litert(args.model, inputs) if args.compare == "litert" else None
+    ours, theirs = _time_invokes(it, inputs, lite, args.runs, args.warmup)
+    result.update(_stats(ours))
+    if lite is not None:
+        result["litert"] = {"resolver": "default (XNNPACK)", "num_threads": os.cpu_count(), **_stats(theirs)}
+        result["ratio_to_litert"] = statistics.median(a / b for a, b in zip(ours, theirs))
+        result["ratio_of_medians"] = result["median_ms"] / result["litert"]["median_ms"]
+    if args.profile:
+        from teflon_py import profile
 
-        lite = LiteRT(model_path=args.model, num_threads=args.threads)
-        lite.allocate_tensors()
-        litert = _time_invokes(lite, inputs, args.runs, args.warmup)
-        result["litert_median_ms"] = litert["median_ms"]
-        result["ratio_to_litert"] = result["median_ms"] / litert["median_ms"]
+        runs = [profile.profile_invoke(it) for _ in range(max(3, min(args.runs, 10)))]
+        profile.write_chrome_trace(args.profile, runs[-1])
+        result["profile"] = {"trace": args.profile, "events": len(runs[-1]), "profiled_invokes": len(runs),
+                             "costliest": profile.costliest(runs, 10)}
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"model: {args.model}  delegate: {args.delegate or 'none (NumPy fallback)'}")
-    print(f"allocate_tensors (cold): {allocate_ms:.1f} ms")
-    print(f"invoke x{args.runs} after {args.warmup} warm-up: median {result['median_ms']:.3f} ms  "
-          f"min {result['min_ms']:.3f}  max {result['max_ms']:.3f}")
-    if args.compare:
-        print(f"LiteRT ({args.threads} thread(s)): median {result['litert_median_ms']:.3f} ms; "
-              f"teflon-py takes {result['ratio_to_litert']:.2f}x its time")
+    _print_bench(result)
     return 0
 
 
-def _time_invokes(it: Any, inputs: list[np.ndarray], runs: int, warmup: int) -> dict[str, float]:
+def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) -> tuple[Any, dict[str, Any]]:
+    """An allocated Interpreter and how long allocate_tensors took, with the program caches' state
+    ("cold": something was compiled and cached, "warm": all came from the caches, "none": no
+    programs): ``fresh_memo`` forgets in-process programs first, so they come from the caches."""
+    if fresh_memo and delegate == "opencl":
+        from teflon_py.opencl import programs
+
+        programs.clear_memo()
+    it = _interpreter(model, delegate)
+    before, files_before = _program_counts(), _cached_files()
+    start = time.perf_counter()
+    it.allocate_tensors()
+    ms = (time.perf_counter() - start) * 1e3
+    after, files_after = _program_counts(), _cached_files()
+    built = after.get("source", 0) - before.get("source", 0)
+    loaded = sum(after.get(k, 0) - before.get(k, 0) for k in ("disk", "memo"))
+    compiled = files_after > files_before or (built and not _pocl_kernel_cache_on())
+    cache = "none" if built + loaded == 0 else ("cold" if compiled else "warm")
+    return it, {"ms": ms, "built": built, "cache": cache}
+
+
+def _program_counts() -> dict[str, int]:
+    """Programs obtained so far in this process, by where they came from (empty without OpenCL)."""
+    try:
+        from teflon_py.opencl import programs
+    except ImportError:
+        return {}
+    return dict(programs.TOTALS)
+
+
+def _pocl_kernel_cache_on() -> bool:
+    return os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
+
+
+def _cached_files() -> int:
+    """Files in PoCL's kernel cache and ours: a compile adds some, a cache hit none (PoCL's
+    per-process ``tempfile_*`` scratch files aside)."""
+    dirs = [os.environ.get("POCL_CACHE_DIR") or
+            os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pocl", "kcache")]
+    try:
+        from teflon_py.opencl import programs
+
+        dirs.append(str(programs.default_cache_dir()))
+    except ImportError:
+        pass
+    return sum(1 for d in dirs for _, _, files in os.walk(d) for f in files if not f.startswith("tempfile"))
+
+
+def _litert(model: str, inputs: list[np.ndarray]) -> Any:
+    """LiteRT with its default resolver (XNNPACK) and one thread per CPU, inputs set."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    lite = LiteRT(model_path=model, num_threads=os.cpu_count())
+    lite.allocate_tensors()
+    for d, x in zip(lite.get_input_details(), inputs):
+        lite.set_tensor(d["index"], x)
+    return lite
+
+
+def _time_invokes(it: Any, inputs: list[np.ndarray], lite: Any, runs: int,
+                  warmup: int) -> tuple[list[float], list[float]]:
+    """Milliseconds per invoke of ``it`` and, alternating with it, of ``lite`` (when given).
+
+    Alternating, each timed invoke follows an untimed one of the same interpreter: a thread pool
+    that has just run (XNNPACK's spins a while before it sleeps) would otherwise be timed against
+    the other one's first invoke."""
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)
-    for _ in range(warmup):
-        it.invoke()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        it.invoke()
-        times.append((time.perf_counter() - start) * 1e3)
+    contenders = [it] if lite is None else [it, lite]
+    times: list[list[float]] = [[] for _ in contenders]
+    for k in range(warmup + runs):
+        for c, t in zip(contenders, times):
+            if lite is not None:
+                c.invoke()
+            start = time.perf_counter()
+            c.invoke()
+            if k >= warmup:
+                t.append((time.perf_counter() - start) * 1e3)
+    return times[0], times[1] if lite is not None else []
+
+
+def _stats(times: list[float]) -> dict[str, float]:
     return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times)}
+
+
+def _print_bench(r: dict[str, Any]) -> None:
+    print(f"model: {r['model']}  delegate: {r['delegate'] or 'none (NumPy fallback)'}")
+    print(f"allocate_tensors (first): {r['allocate_ms']:.1f} ms  [program caches: {r['allocate_cache']}; "
+          f"{r['allocate_programs_built']} programs]")
+    print(f"allocate_tensors (warm: fresh Interpreter, in-process programs forgotten, caches full): "
+          f"{r['allocate_warm_ms']:.1f} ms")
+    print(f"invoke x{r['runs']} after {r['warmup']} warm-up: median {r['median_ms']:.3f} ms  "
+          f"min {r['min_ms']:.3f}  max {r['max_ms']:.3f}")
+    if "litert" in r:
+        lite = r["litert"]
+        print(f"LiteRT {lite['resolver']}, {lite['num_threads']} threads: median {lite['median_ms']:.3f} ms  "
+              f"min {lite['min_ms']:.3f}  max {lite['max_ms']:.3f}")
+        print(f"ours/LiteRT: {r['ratio_to_litert']:.2f} (median of {r['runs']} alternating pairs, each timed "
+              f"invoke after an untimed one of its own; ratio of medians {r['ratio_of_medians']:.2f})")
+    if "profile" in r:
+        from teflon_py import profile
+
+        p = r["profile"]
+        print(f"profile: {p['events']} events written to {p['trace']}; costliest (median of "
+              f"{p['profiled_invokes']} profiled invokes):")
+        print(profile.format_costliest(p["costliest"]))
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -251,14 +348,16 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("--json", action="store_true", help="machine-readable plan")
     ins.set_defaults(func=cmd_inspect)
 
-    bench = sub.add_parser("bench", help="time invoke (median/min/max) and the cold allocate_tensors")
+    bench = sub.add_parser("bench", help="time invoke (median/min/max) and allocate_tensors, cold and warm")
     bench.add_argument("model", metavar="MODEL")
     bench.add_argument("--delegate", metavar="NAME")
     bench.add_argument("--runs", type=int, default=20)
     bench.add_argument("--warmup", type=int, default=3)
-    bench.add_argument("--compare", action="store_true", help="also time LiteRT (ai-edge-litert) on it")
-    bench.add_argument("--threads", type=int, default=1, help="LiteRT threads with --compare (default 1)")
-    bench.add_argument("--json", action="store_true")
+    bench.add_argument("--compare", choices=["litert"],
+                       help="also time LiteRT (XNNPACK, one thread per CPU) on it, alternating runs")
+    bench.add_argument("--profile", metavar="TRACE.json",
+                       help="write a chrome://tracing trace of one invoke; print the costliest kernels")
+    bench.add_argument("--json", action="store_true", help="one JSON object with every number")
     bench.set_defaults(func=cmd_bench)
 
     dev = sub.add_parser("devices", help="list OpenCL devices")

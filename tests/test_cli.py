@@ -166,20 +166,25 @@ def test_inspect_json_without_delegate(capsys, demo_path) -> None:
 
 # -- bench ----------------------------------------------------------------------------------------
 def test_bench_json(capsys, demo_path) -> None:
-    code, out, _ = run_cli(capsys, "bench", demo_path, "--runs", "3", "--warmup", "1", "--json", "--compare")
+    code, out, _ = run_cli(capsys, "bench", demo_path, "--runs", "3", "--warmup", "1", "--json", "--compare", "litert")
     assert code == 0
     doc = json.loads(out)
-    assert {"model", "delegate", "runs", "warmup", "allocate_ms", "median_ms", "min_ms", "max_ms",
-            "litert_median_ms", "ratio_to_litert"} == set(doc)
+    assert {"model", "delegate", "runs", "warmup", "allocate_ms", "allocate_programs_built", "allocate_cache",
+            "allocate_warm_ms", "allocate_warm_programs_built", "median_ms", "min_ms", "max_ms", "litert",
+            "ratio_to_litert", "ratio_of_medians"} == set(doc)
     assert doc["runs"] == 3 and 0 < doc["min_ms"] <= doc["median_ms"] <= doc["max_ms"]
-    assert doc["allocate_ms"] > 0 and doc["ratio_to_litert"] > 0
+    assert doc["allocate_ms"] > 0 and doc["ratio_to_litert"] > 0 and doc["allocate_cache"] == "none"
+    assert doc["litert"]["num_threads"] == os.cpu_count() and doc["litert"]["median_ms"] > 0
 
 
 def test_bench_text_and_bad_runs(capsys, demo_path) -> None:
     code, out, _ = run_cli(capsys, "bench", demo_path, "--runs", "2", "--warmup", "0")
-    assert code == 0 and "median" in out and "allocate_tensors (cold)" in out
+    assert code == 0 and "median" in out and "allocate_tensors (first)" in out and "allocate_tensors (warm" in out
     code, _, err = run_cli(capsys, "bench", demo_path, "--runs", "0")
     assert_one_line_error(code, err, "--runs")
+    with pytest.raises(SystemExit) as info:  # --compare names what to compare with
+        cli.main(["bench", demo_path, "--compare", "tensorflow"])
+    assert info.value.code == 2
 
 
 # -- devices, zoo ---------------------------------------------------------------------------------
