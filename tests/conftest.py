@@ -30,3 +30,14 @@ BACKENDS = os.environ["TEFLON_TEST_BACKENDS"].split(",") if os.environ.get("TEFL
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def device() -> None:
+    """The OpenCL device's context, for tests of the OpenCL backend itself (skipped only where no
+    device exists outside CI; under CI the backend list above already made that an error)."""
+    if "opencl" not in BACKENDS:
+        pytest.skip("no OpenCL device: the opencl backend is not among TEFLON_TEST_BACKENDS")
+    from teflon_py.opencl import device as dev
+
+    dev.get_context()

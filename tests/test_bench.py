@@ -10,19 +10,8 @@ import numpy as np
 import pytest
 
 from teflon_py import cli, ir, profile, zoo
-from teflon_py.errors import BackendError
 
 pytest.importorskip("pyopencl")
-
-
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.fixture(scope="module")

@@ -22,17 +22,6 @@ pytest.importorskip("pyopencl")
 F32, F16 = np.float32, np.float16
 
 
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.errors import BackendError
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
-
-
 def test_registry_claims_folded_constants() -> None:
     from teflon_py.opencl.lowering import supported_ops
 

@@ -42,16 +42,6 @@ SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
 F32 = np.float32
 
 
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
-
-
 def test_registry_claims_every_float32_op() -> None:
     from teflon_py.opencl.lowering import LOWERINGS, SUPPORTED_OPS, supported_ops
 

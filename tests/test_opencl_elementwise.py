@@ -12,7 +12,6 @@ from ai_edge_litert.interpreter import OpResolverType
 import partitioner
 import teflon_py
 from teflon_py import ir
-from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -31,17 +30,6 @@ LOWERED = {
     "int8": ["CAST"],
     "uint8": ["CAST"],
 }
-
-
-@pytest.fixture(scope="module")
-def device() -> None:
-    pytest.importorskip("pyopencl")
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.mark.parametrize("kind", list(LOWERED))

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from teflon_py import ir, zoo
-from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from tests.harness import check_model
@@ -27,16 +26,6 @@ from tests.harness import check_model
 pytest.importorskip("pyopencl")
 pytestmark = pytest.mark.model
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v1", "mobilenet_v2"])

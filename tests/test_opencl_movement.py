@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from teflon_py import ir
-from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
 from teflon_py.tflite.reader import read_model
@@ -27,16 +26,6 @@ LOWERED = {
     "RESIZE_BILINEAR": ("float32", "uint8", "int8", "int16"),
 }
 I8 = quantization(0.05, -3)
-
-
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.mark.parametrize("op", sorted(LOWERED))

@@ -20,17 +20,6 @@ F32 = np.float32
 REDUCERS = ["SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"]
 
 
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.errors import BackendError
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
-
-
 def test_registry_lowers_the_reductions() -> None:
     from teflon_py.opencl.lowering import supported_ops
 
