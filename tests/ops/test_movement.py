@@ -10,59 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon_py import ir
 from teflon_py.tflite import options as opt
-from tests.harness import check_model, quantization, single_op
+from tests.ops.operands import ALL, NO_BOOL, const, data, qp, run, tensor
 
-#: every storage type LiteRT's data-movement kernels know; each test narrows it to what the op accepts.
-ALL = ["float32", "int8", "uint8", "int16", "int32", "int64", "bool"]
-NO_BOOL = ALL[:-1]
-NO_INT16 = [d for d in ALL if d != "int16"]
 BASIC = ["float32", "int8", "uint8", "int32", "int64"]
-
-
-def qp(dtype: str) -> ir.Quantization | None:
-    """Realistic per-tensor quantization for the quantized storage types, None for the rest."""
-    return {
-        "int8": quantization(0.05, -3),
-        "uint8": quantization(0.05, 131),
-        "int16": quantization(0.001, 0),
-    }.get(dtype)
-
-
-def tensor(shape: tuple[int, ...], dtype: str) -> dict:
-    """A runtime input or output operand, quantized if its type is."""
-    return {"shape": list(shape), "dtype": dtype, "quant": qp(dtype)}
-
-
-def const(data: object, dtype: str = "int32", quant: ir.Quantization | None = None) -> dict:
-    """A constant operand."""
-    arr = np.asarray(data, dtype)
-    return {"shape": list(arr.shape), "dtype": dtype, "data": arr, "quant": quant}
-
-
-def data(shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray:
-    """Random test data: N(0,1) floats, full-range small integers, random booleans."""
-    rng = np.random.default_rng(seed)
-    if dtype == "bool":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype == "float32":
-        return rng.standard_normal(shape).astype(np.float32)
-    info = np.iinfo(dtype)
-    return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, endpoint=True).astype(dtype)
-
-
-def run(
-    backend: str,
-    op: str,
-    inputs: list[dict],
-    outputs: list[dict],
-    options: object = None,
-    feed: list[np.ndarray] | None = None,
-    **kw: object,
-) -> None:
-    """Build a one-op model and compare it with LiteRT on ``feed`` (random inputs if None)."""
-    check_model(single_op(op, inputs, outputs, options, **kw), backend, inputs=feed)
 
 
 # ---------------------------------------------------------------------------------------------
