@@ -203,3 +203,60 @@ def test_concatenation_requantize_table(device) -> None:
     cl.enqueue_copy(queue, got, yb)
     queue.finish()
     np.testing.assert_array_equal(got, want)
+
+
+def test_uint8_concatenation_of_rescaled_branches_is_one_partition(device) -> None:
+    """uint8 CONCATENATION of branches on four grids (the output's: a raw copy; two others through
+    ``qlut`` into a scratch buffer; a constant requantized on the host), then RELU: one OpenCL
+    partition, bit-exact with LiteRT's ConcatenationWithScaling."""
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    g = mb.main
+    yq = quantization(0.06, 128)
+    x = g.add_input("x", (1, 6, 5, 4), np.uint8, quantization=quantization(0.05, 120))
+    a = g.add_tensor("add", (1, 6, 5, 4), np.uint8, quantization=yq)
+    g.add_op("ADD", [x, x], [a], O.AddOptions())
+    s = g.add_tensor("logistic", (1, 6, 5, 4), np.uint8, quantization=quantization(1 / 256, 0))
+    g.add_op("LOGISTIC", [x], [s])
+    k = g.add_constant("k", rng.integers(0, 256, (1, 6, 5, 3)).astype(np.uint8),
+                       quantization=quantization(0.02, 50))
+    c = g.add_tensor("concat", (1, 6, 5, 15), np.uint8, quantization=yq)
+    g.add_op("CONCATENATION", [a, s, x, k], [c], O.ConcatenationOptions(axis=3))
+    r = g.add_tensor("relu", (1, 6, 5, 15), np.uint8, quantization=quantization(0.05, 0))
+    g.add_op("RELU", [c], [r])
+    g.mark_outputs(r)
+    it = check_model(mb.build(), "opencl")
+    assert it.partitions() == [{"index": 0, "backend": "opencl", "nodes": [0, 1, 2, 3]}]
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_uint8_concatenation_rescale_along_outer_and_inner_axes(device, axis: int) -> None:
+    """Every uint8 code of an input on another grid, concatenated along the outer or an inner
+    axis with an input on the output's grid: fully delegated, bit-exact."""
+    mb = ModelBuilder()
+    g = mb.main
+    yq = quantization(0.031, 77)
+    a = g.add_input("a", (16, 16), np.uint8, quantization=quantization(0.0123, 201))
+    b = g.add_input("b", (16, 16), np.uint8, quantization=yq)
+    y = g.add_tensor("y", (32, 16) if axis == 0 else (16, 32), np.uint8, quantization=yq)
+    g.add_op("CONCATENATION", [a, b], [y], O.ConcatenationOptions(axis=axis))
+    g.mark_outputs(y)
+    codes = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    it = check_model(mb.build(), "opencl", inputs=[codes, codes[::-1].copy()])
+    assert [p["backend"] for p in it.partitions()] == ["opencl"]
+
+
+def test_int8_concatenation_rescale_stays_refused() -> None:
+    """LiteRT refuses int8 CONCATENATION across grids: the delegate does not claim it either."""
+    from teflon_py.opencl.lowering import check_op
+
+    mb = ModelBuilder()
+    g = mb.main
+    a = g.add_input("a", (2, 3), np.int8, quantization=quantization(0.04, 1))
+    b = g.add_input("b", (2, 3), np.int8, quantization=quantization(0.02, 1))
+    y = g.add_tensor("y", (4, 3), np.int8, quantization=quantization(0.04, 1))
+    g.add_op("CONCATENATION", [a, b], [y], O.ConcatenationOptions(axis=0))
+    g.mark_outputs(y)
+    graph = read_model(mb.build()).main
+    verdict = check_op(graph, graph.operations[0])
+    assert not verdict.supported and "requantizing copy" in verdict.reason

@@ -1,8 +1,11 @@
 """RESHAPE/SQUEEZE/EXPAND_DIMS (aliases: same bytes, no kernel), CONCATENATION, and the pads PAD,
 PADV2 (a constant) and MIRROR_PAD (reflections), for every element type, on ``ops_movement``'s
-kernels (``movement.cl``): strided copies, the pad kernel, table gathers."""
+kernels (``movement.cl``): strided copies, the pad kernel, table gathers. A uint8 CONCATENATION
+input on another grid than the output's (LiteRT requantizes those; int8 ones must match) first
+goes through its 256-entry table (``ops_qelementwise.concat_requantize_table``, ``qlut``)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,24 +14,23 @@ from teflon_py import ir
 from teflon_py.fallback.movement import mirror_indices
 from teflon_py.opencl import kernels
 from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, options
+from teflon_py.opencl.lowering import EmitContext, Ref, options
 from teflon_py.opencl.ops_movement import (
     FILES,
     RANK,
     Copy,
     Gather,
     Moves,
+    copy_specs,
     data_operands,
     data_reason,
     dense_strides,
     elements,
-    emit_moves,
     emit_table,
     fill_value,
     flat_copy_spec,
     launch,
     movement,
-    moves_checker,
     normalize_axis,
     param,
     shape_reason,
@@ -79,10 +81,80 @@ def plan_concatenation(graph: ir.Graph, op: ir.Operation) -> Moves:
     return moves
 
 
-@movement("CONCATENATION", check=moves_checker(plan_concatenation, ()))
+def requantize_tables(graph: ir.Graph, op: ir.Operation) -> dict[int, np.ndarray]:
+    """uint8 CONCATENATION: input number -> the 256-entry table moving it onto the output's grid
+    (TFLite's ConcatenationWithScaling), for the inputs whose scale or zero point differ."""
+    from teflon_py.opencl.ops_qelementwise import concat_requantize_table
+
+    if graph.tensors[op.outputs[0]].dtype != np.uint8:
+        return {}
+    tables = {k: concat_requantize_table(graph, op, k) for k in range(len(op.inputs))}
+    return {k: t for k, t in tables.items() if t is not None}
+
+
+def concat_quantization_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """uint8 inputs may differ from the output's per-tensor quantization (a table requantizes them);
+    other types are raw copies that must share it (LiteRT refuses int8 rescaling)."""
+    operands = data_operands(op, ())
+    if graph.tensors[op.outputs[0]].dtype != np.uint8:
+        return data_reason(graph, operands)
+    ts = [graph.tensors[t] for t in operands]
+    if any(t.dtype != np.uint8 for t in ts):
+        return "all inputs must have the output's type"
+    if any(t.quantization is None or t.quantization.per_channel for t in ts) and any(
+            t.quantization != ts[0].quantization for t in ts[1:]):
+        return "requantizing copy needs per-tensor quantization on every operand"
+    reason = next((r for r in (data_reason(graph, [t]) for t in operands) if r), None)
+    if reason is None:
+        try:
+            requantize_tables(graph, op)
+        except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError) as e:
+            return f"requantizing copy cannot be prepared ({e})"
+    return reason
+
+
+def check_concatenation(graph: ir.Graph, op: ir.Operation) -> str | None:
+    """CONCATENATION: operands that copy (uint8 ones through a requantizing table), a plan whose
+    copies build, the output shape it gives."""
+    reason = concat_quantization_reason(graph, op)
+    if reason:
+        return reason
+    try:
+        moves = plan_concatenation(graph, op)
+        for copy, _, _ in moves.copies:
+            copy_specs("u8", copy)
+    except ValueError as e:
+        return str(e)
+    return shape_reason(graph, op, 0, moves.shapes[0])
+
+
+@movement("CONCATENATION", check=check_concatenation)
 def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
-    """One strided copy per input into its slice of the output (a plain row copy per outer index)."""
-    emit_moves(ctx, op, plan_concatenation(ctx.graph, op))
+    """One strided copy per input into its slice of the output (a plain row copy per outer index);
+    a uint8 input on another grid goes through its table first (``qlut`` into a scratch buffer, or
+    on the host for a constant)."""
+    from teflon_py.opencl import qkernels
+    from teflon_py.opencl.ops_qelementwise import lut_spec
+
+    moves = plan_concatenation(ctx.graph, op)
+    tables = requantize_tables(ctx.graph, op)
+    sfx = suffix(ctx.graph, op.outputs[0])
+    for k, (copy, src, _) in enumerate(moves.copies):
+        source: Ref = src
+        table = tables.get(k)
+        data = ctx.constant(src)
+        if table is not None and data is not None:  # a constant input: requantized here, uploaded raw
+            requantized = np.ascontiguousarray(table[np.asarray(data, np.uint8)])
+            for spec in copy_specs(sfx, copy):
+                ctx.launch(dataclasses.replace(spec, constants={**spec.constants, "input": requantized}),
+                           output=ctx.output(op))
+            continue
+        if table is not None:
+            n = elements(ctx.shape(src))
+            source = ctx.scratch(n)
+            qkernels.launch(ctx, lut_spec(n, np.dtype(np.uint8), table), input=src, output=source)
+        for spec in copy_specs(sfx, copy):
+            launch(ctx, spec, input=source, output=ctx.output(op))
 
 
 # -- pads -------------------------------------------------------------------------------------
