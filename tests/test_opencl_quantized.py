@@ -16,7 +16,6 @@ import pytest
 import partitioner
 import teflon_py
 from teflon_py import ir, zoo
-from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
 from teflon_py.tflite.reader import read_model
@@ -31,16 +30,6 @@ QUANTIZED_OPS = [
     "SOFTMAX", "RELU", "RELU6",
 ]
 SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
-
-
-@pytest.fixture(scope="module")
-def device() -> None:
-    from teflon_py.opencl import device as dev
-
-    try:
-        dev.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.mark.parametrize("kind", ["int8", "uint8"])
