@@ -53,6 +53,25 @@ REDUCE(min_i64, long, long, LONG_MAX, v < acc ? v : acc, acc)
 REDUCE(any_b8, uchar, uchar, 0, acc | v, acc != 0)  // bool tensors: one byte each, 0 or 1
 REDUCE(all_b8, uchar, uchar, 1, acc & (v != 0), acc)
 
+// MEAN over the middle axis of [outer][n][inner] (inner >= 16; MobileNet's average over HxW):
+// each work-item sums `bpi` consecutive 16-channel blocks of one outer index over the n rows in
+// order (the same sequential float sums as `mean`, 16 outputs at a time), then divides by
+// `count`. The last block is shifted back to end at `inner` (overlaps stored twice, equal).
+// Global (outer * ceil(ceil(inner / 16) / bpi)), local 1.
+__kernel void mean_mid(__global const float* restrict in, __global float* restrict out, const int n,
+                       const int inner, const int bpi, const float count) {
+  const int blocks = (inner + 15) / 16, per = (blocks + bpi - 1) / bpi;
+  const int g = get_global_id(0), oi = g / per, b0 = (g % per) * bpi;
+  const int b1 = b0 + bpi < blocks ? b0 + bpi : blocks;
+  for (int b = b0; b < b1; b++) {
+    const int c = b * 16 > inner - 16 ? inner - 16 : b * 16;
+    const __global float* p = in + oi * (n * inner) + c;
+    f16u acc = (f16u)(0.0f);
+    for (int i = 0; i < n; i++) acc = acc + LOAD16(p + i * inner);
+    STORE16(out + oi * inner + c, acc / (f16u)(count));
+  }
+}
+
 // SOFTMAX of each row of `depth` floats: exp((x - max) * beta) / sum, the sum accumulated in
 // order as TFLite's reference kernel does. One row per work-item. Global (rows), local 1.
 __kernel void softmax(__global const float* restrict in, __global float* restrict out,

@@ -12,6 +12,9 @@ Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and B
   chosen per layer for the least padded work (``choose_nv``); the last panel and the last row
   block shifted back to end at the tensor's edge (``packing.panel_starts``), so tiles are whole;
   each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn.
+- gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
+  row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
+  panel while rereading the current one from L2 (gemm.cl).
 - depthwise: 7 output pixels (4 when strided) x 2 rows x every 16-channel block of a pixel run
   (``cbn`` of them) per work-item.
 The small generic kernels (elementwise.cl, pool.cl, reduce.cl) take their sizes as scalar
@@ -42,6 +45,8 @@ TILE_ROWS = {nv: mr for mr, nv in BLOCKINGS}
 GEMM_ITEMS = 64
 #: Work-items a weight-bound gemm launch keeps at least (each streams its panels once).
 GEMM_MIN_ITEMS = 8
+#: Work-items a one-row gemm (``gemv_1x4``, DRAM-bound on its weights) aims for at least.
+GEMV_ITEMS = 8
 #: Relative speed of each NV at equal padded work (fewer vectors: more broadcasts per FMA).
 NV_EFFICIENCY = {4: 1.0, 3: 0.98, 2: 0.94, 1: 0.8}
 
@@ -197,8 +202,9 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
     tensor shaped like C.
     """
-    nv = nv or choose_nv(n)
-    mr = mr or TILE_ROWS[nv]  # fewer rows than mr take the kernel's edge path (no new variant)
+    gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
+    nv = 4 if gemv else nv or choose_nv(n)
+    mr = 1 if gemv else mr or TILE_ROWS[nv]  # fewer rows than mr take the edge path (no new variant)
     nr = 16 * nv
     np_ = packing.round_up(n, nr)
     global_size: tuple[int, ...] = (1, 1, 1)
@@ -215,6 +221,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     row_blocks, panels = -(-m // mr), np_ // nr
     tiles = row_blocks * panels
     panel_major = np_ > m if panel_major is None else panel_major  # weights outweigh activations
+    if gemv and not tpi:
+        tpi = max(1, tiles // GEMV_ITEMS)
     if not tpi:
         tpi = max(1, tiles // GEMM_ITEMS)
         if panel_major:  # weight-bound: few items, each streaming its panels once
@@ -231,8 +239,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     meta = {"M": m, "N": n, "K": k, "NP": np_, "NR": nr}
     if pack_strides is not None:
         meta.update({"PSK": pack_strides[0], "PSN": pack_strides[1]})
-    files = template_files("gemm.cl", "gemm", BLOCKINGS, (mr, nv))
-    entry = f"gemm_{mr}x{nv}"
+    files = template_files("gemm.cl", "gemm", BLOCKINGS, None if gemv else (mr, nv))
+    entry = "gemv_1x4" if gemv else f"gemm_{mr}x{nv}"
     if ask != 1:  # A read along k with a stride: its own instantiation (and program)
         entry += "_strided"
         files = (*files, template("gemm.cl", GEMM_NAME=entry, MR=mr, NV=nv, STRIDED_A=1))

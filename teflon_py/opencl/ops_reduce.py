@@ -71,9 +71,25 @@ def reduce_spec(shape: tuple[int, ...], axes: list[int], kernel: str = "mean") -
                       args=("input", "output", *args), scalars=args)
 
 
+#: Work-items a ``mean_mid`` launch aims for (each sums whole 16-channel blocks).
+MEAN_ITEMS = 8
+
+
 def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
-    """MEAN: the float sum of each output's elements in order, divided by their count."""
-    return reduce_spec(shape, axes, "mean")
+    """MEAN: the float sum of each output's elements in order, divided by their count; over
+    consecutive axes with 16+ elements after them (an average over HxW), 16 outputs at a time."""
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        return reduce_spec(shape, axes, "mean")
+    outer = int(np.prod(shape[:axes[0]], dtype=np.int64))
+    n = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
+    inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+    if inner < 16 or n < 1 or outer < 1:
+        return reduce_spec(shape, axes, "mean")
+    blocks = -(-inner // 16)
+    bpi = max(1, min(blocks, outer * blocks // MEAN_ITEMS))
+    args = kernels.scalars(n=n, inner=inner, bpi=bpi, count=float(n))
+    return KernelSpec(files=FILES, name="mean", defines={}, global_size=(outer * -(-blocks // bpi),),
+                      local_size=(1,), args=("input", "output", *args), scalars=args, entry="mean_mid")
 
 
 @lowering("MEAN", check=check_mean, params=(1,))

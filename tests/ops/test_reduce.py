@@ -25,6 +25,7 @@ CASES = [
     ((2, 3, 4, 5), [0, 1, 2, 3]),
     ((2, 3, 4, 5), [2, 2]),
     ((1, 1, 33, 40), [2]),
+    ((2, 4, 4, 20), [1, 2]),  # a mean over H and W with >= 16 channels: OpenCL's vectorised path
 ]
 #: dtype -> [(input quantization, output quantization)]: same, finer and coarser output grids
 QUANTS = {
