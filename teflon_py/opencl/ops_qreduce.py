@@ -12,8 +12,9 @@ from teflon_py.fallback import reduce as fallback_reduce
 from teflon_py.fallback import softmax as fallback_softmax
 from teflon_py.fallback.registry import Node
 from teflon_py.opencl import kernels, qkernels
+from teflon_py.opencl import ops_pool as float_pool
 from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, activation_reason, options
+from teflon_py.opencl.lowering import EmitContext, options
 from teflon_py.opencl.qkernels import flip
 from teflon_py.tflite.options import Pool2DOptions, ReducerOptions
 
@@ -38,22 +39,15 @@ def _quantized_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
 # -- pools -----------------------------------------------------------------------------------------
 
 def check_pool(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _quantized_reason(graph, op)
+    """The float pool's geometry checks, plus: no window may lie entirely in the padding (the
+    quantized average would divide by zero there)."""
+    reason = _quantized_reason(graph, op) or float_pool.check_pool(graph, op)
     if reason:
         return reason
     opts = options(op, Pool2DOptions)
-    if min(opts.stride_h, opts.stride_w, opts.filter_height, opts.filter_width) < 1:
-        return "strides and filter sizes must be at least 1"
-    reason = activation_reason(opts.fused_activation_function)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) != 4 or len(y) != 4:
-        return "input and output must be 4-D (NHWC)"
+    x = graph.tensors[op.inputs[0]].shape
     wh = kernels.window(x[1], opts.filter_height, opts.stride_h, 1, opts.padding)
     ww = kernels.window(x[2], opts.filter_width, opts.stride_w, 1, opts.padding)
-    if (x[0], wh.out, ww.out, x[3]) != tuple(y) or min(wh.out, ww.out) < 1:
-        return f"output shape {list(y)} does not follow from input {list(x)} and the options"
     for win, size, filt, stride in ((wh, x[1], opts.filter_height, opts.stride_h),
                                      (ww, x[2], opts.filter_width, opts.stride_w)):
         start = np.arange(win.out) * stride - win.pad
