@@ -40,7 +40,7 @@ def test_registry_lowers_every_movement_op(op: str) -> None:
 
 
 def test_collapse_merges_linear_neighbours_and_drops_unit_dims() -> None:
-    from teflon_py.opencl.ops_movement import Copy, collapse, dense_strides, permute
+    from teflon_py.opencl.movement_plan import Copy, collapse, dense_strides, permute
 
     shape = (2, 3, 4, 5)
     assert collapse(Copy(shape, dense_strides(shape), dense_strides(shape))) == [(120, 1, 1)]
@@ -49,7 +49,7 @@ def test_collapse_merges_linear_neighbours_and_drops_unit_dims() -> None:
 
 
 def test_copies_of_more_than_five_dims_loop_on_the_host() -> None:
-    from teflon_py.opencl.ops_movement import copy_specs, permute
+    from teflon_py.opencl.movement_plan import copy_specs, permute
 
     specs = copy_specs("u32", permute((2, 3, 2, 3, 2, 3), (5, 4, 3, 2, 1, 0)))
     assert len(specs) == 3  # the outermost of six unmergeable dims, one launch per index
@@ -58,7 +58,7 @@ def test_copies_of_more_than_five_dims_loop_on_the_host() -> None:
 
 
 def test_fold_tables_merges_outer_axes_and_keeps_padding_negative() -> None:
-    from teflon_py.opencl.ops_movement import PAD_MARK, fold_tables
+    from teflon_py.opencl.movement_plan import PAD_MARK, fold_tables
 
     tables = [np.array([0, 100]), np.array([0, 10, PAD_MARK]), np.array([5]), np.array([0, 1000]),
               np.array([0, 2000]), np.array([0, 3]), np.array([0, 1, 2])]

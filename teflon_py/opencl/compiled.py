@@ -203,8 +203,8 @@ class Builder:
 
 def copy_spec(n: int, dtype: np.dtype | type = np.float32) -> KernelSpec:
     """A flat copy of ``n`` elements (an output that aliases an input or another output): a bit
-    copy by element size (ops_movement's), right for every dtype."""
-    from teflon_py.opencl.ops_movement import flat_copy_spec
+    copy by element size (movement_plan's), right for every dtype."""
+    from teflon_py.opencl.movement_plan import flat_copy_spec
 
     return flat_copy_spec(n, dtype)
 

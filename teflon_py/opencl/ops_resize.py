@@ -18,17 +18,19 @@ from teflon_py.fallback.resize import float_axis, integer_axis, nearest_axis
 from teflon_py.opencl import kernels
 from teflon_py.opencl.kernels import KernelSpec
 from teflon_py.opencl.lowering import EmitContext, options
-from teflon_py.opencl.ops_movement import (
+from teflon_py.opencl.movement_plan import (
     data_reason,
     dense_strides,
     dtype_name,
     fill_value,
-    launch,
-    movement,
     param,
     suffix,
     table_reason,
     table_spec,
+)
+from teflon_py.opencl.ops_movement import (
+    launch,
+    movement,
 )
 from teflon_py.tflite.options import ResizeBilinearOptions, ResizeNearestNeighborOptions
 

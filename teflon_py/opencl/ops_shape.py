@@ -15,7 +15,7 @@ from teflon_py.fallback.movement import mirror_indices
 from teflon_py.opencl import kernels
 from teflon_py.opencl.kernels import KernelSpec
 from teflon_py.opencl.lowering import EmitContext, Ref, options
-from teflon_py.opencl.ops_movement import (
+from teflon_py.opencl.movement_plan import (
     FILES,
     RANK,
     Copy,
@@ -26,15 +26,17 @@ from teflon_py.opencl.ops_movement import (
     data_reason,
     dense_strides,
     elements,
-    emit_table,
     fill_value,
     flat_copy_spec,
-    launch,
-    movement,
     normalize_axis,
     param,
     shape_reason,
     suffix,
+)
+from teflon_py.opencl.ops_movement import (
+    emit_table,
+    launch,
+    movement,
     table_checker,
 )
 from teflon_py.tflite.options import ConcatenationOptions, MirrorPadOptions
