@@ -29,23 +29,37 @@ LiteRT quirks kept on purpose: with ``fused_activation_function`` NONE the outpu
 place of ``activation(cell_state)``); the integer peephole walks ``n_output`` (not ``n_cell``)
 elements per batch row; the integer projection subtracts the hidden zero point before the matmul
 and adds ``hidden_zp * row_sums`` back in the bias.
+
+The shared float maths and op helpers live in ``recurrent_shared``, the integer kernel in
+``lstm_integer``; this module reads the operands, runs the float and hybrid steps and registers
+the ops.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
 from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, quant
+from teflon_py import ir
+from teflon_py.fallback.lstm_integer import _integer_params, _run_integer
+from teflon_py.fallback.recurrent_shared import (
+    _clip,
+    _mean_stddev_normalization,
+    _time_steps,
+    apply_activation,
+    assign_state,
+    eigen_logistic,
+    eigen_scalar_elements,
+    hybrid_matmul,
+    op_options,
+    quantize_rows,
+)
 from teflon_py.fallback.registry import Node, register
-from teflon_py.tflite import options as options_mod
 
 _F32 = np.float32
 _GATES = ("i", "f", "c", "o")
-_GATE_INDEX = {"i": 0, "f": 1, "c": 2, "o": 3}
 
 
 @dataclass(frozen=True)
@@ -206,223 +220,13 @@ def _hybrid_scales(node: Node, slots: _Slots, cell: _Cell) -> None:
         cell.scale["proj", ""] = _F32(node.inputs[slots.proj_w].scale)
 
 
-def _multiplier(real: float | np.floating) -> tuple[int, int]:
-    """QuantizeMultiplier of a float32 value (widened to double, as the C++ call does)."""
-    m, s = quant.quantize_multiplier(np.float64(_F32(real)))
-    return int(m), int(s)
-
-
-def _integer_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
-    """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias, with the
-    same float32 / double arithmetic (the multipliers' low bits depend on it)."""
-    intermediates = [node.graph.tensors[i] for i in node.op.intermediates]
-    if len(intermediates) != 5:
-        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16), got {len(intermediates)}"
-                         + (" (the 12-intermediate 8x8->8 kernel is not supported)" if len(intermediates) == 12 else ""))
-    if any(t.quantization is None for t in intermediates):
-        raise node.error("the integer LSTM's intermediate tensors must be quantized")
-    x_t, h_t, c_t, out_t = node.inputs[0], node.inputs[slots.h], node.inputs[slots.c], node.outputs[0]
-    if np.dtype(c_t.dtype) != np.int16 or np.dtype(h_t.dtype) != np.int8:
-        raise node.error("the integer LSTM needs an int8 output state and an int16 cell state")
-    is_pot, cell_scale = quant.checked_log2(c_t.scale)
-    if not is_pot:
-        raise node.error(f"the cell state scale {c_t.scale} must be a power of two")
-    if not 0 <= 15 + cell_scale <= 6:
-        raise node.error(f"cell state scale 2^{cell_scale}: the integer tanh needs 2^-15 .. 2^-9")
-    layer_norm = bool(cell.ln)
-    inter_scale = [_F32(t.scale) if layer_norm else _F32(2.0 ** -12) for t in intermediates[:4]]
-    hidden_scale, hidden_zp = _F32(intermediates[4].scale), intermediates[4].zero_point
-    in_scale, in_zp = _F32(x_t.scale), x_t.zero_point
-    state_scale, state_zp = _F32(h_t.scale), h_t.zero_point
-    p: dict[str, Any] = {"cell_scale": cell_scale, "hidden_zp": hidden_zp, "state_zp": state_zp}
-    for g in cell.gates:
-        k = _GATE_INDEX[g]
-        p["x", g] = _multiplier(_F32(node.inputs[slots.w_x[g]].scale) * in_scale / inter_scale[k])
-        p["h", g] = _multiplier(_F32(node.inputs[slots.w_h[g]].scale) * state_scale / inter_scale[k])
-        if g in cell.w_c:
-            p["c", g] = _multiplier(2.0 ** cell_scale * np.float64(_F32(node.inputs[slots.w_c[g]].scale))
-                                    / np.float64(inter_scale[k]))
-        bias = np.asarray(cell.bias[g], np.int64)
-        p["bias_x", g] = (0 if layer_norm else bias) - in_zp * cell.row_sums["x", g]
-        p["bias_h", g] = -state_zp * cell.row_sums["h", g]
-        if layer_norm:
-            ln_scale = _F32(node.inputs[slots.ln[g]].scale)
-            p["ln", g] = _multiplier(ln_scale)
-            p["guard", g] = max(1, int(_F32(10000) * ln_scale))
-    p["hidden"] = _multiplier(2.0 ** -15 / np.float64(hidden_scale) * 2.0 ** -15)
-    if cell.proj_w is not None:
-        p["proj"] = _multiplier(_F32(node.inputs[slots.proj_w].scale) * hidden_scale / state_scale)
-        proj_b = 0 if cell.proj_b is None else np.asarray(cell.proj_b, np.int64)
-        p["bias_proj"] = proj_b + hidden_zp * cell.row_sums["proj", ""]
-    opts = op_options(node)
-    p["cell_clip"] = (int(np.clip(_F32(opts.cell_clip) / _F32(c_t.scale), -32768, 32767))
-                      if opts.cell_clip > 0 else 0)
-    p["proj_clip"] = (int(np.clip(_F32(opts.proj_clip) / _F32(out_t.scale), -128, 127))
-                      if opts.proj_clip > 0 else 0)
-    if cell.w_c and cell.n_output > cell.n_cell:
-        raise node.error("integer peephole with n_output > n_cell: LiteRT reads past its peephole weights")
-    return p
-
-
 def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str) -> _Cell:
     if _constant_operands(node, slots):
         return node.memo(key, lambda: _read_cell(node, inputs, slots))
     return _read_cell(node, inputs, slots)
 
 
-# -- shared maths -------------------------------------------------------------------------------
-
-def apply_activation(x: np.ndarray, act: ir.Activation | int) -> np.ndarray:
-    """tensor_utils::ApplyActivationToVector on float32 values (TANH: Eigen's, see ``eigen_tanh``)."""
-    act = ir.Activation(int(act))
-    if act == ir.Activation.NONE:
-        return x
-    if act == ir.Activation.RELU:
-        return np.maximum(x, _F32(0))
-    if act == ir.Activation.RELU_N1_TO_1:
-        return np.clip(x, _F32(-1), _F32(1))
-    if act == ir.Activation.RELU6:
-        return np.clip(x, _F32(0), _F32(6))
-    if act == ir.Activation.TANH:
-        return eigen_tanh(x)
-    return np.signbit(x).astype(_F32)  # SIGN_BIT
-
-
-def _horner(x: np.ndarray, coefficients: Sequence[float]) -> np.ndarray:
-    """Eigen's ppolevl without FMA: ((c0 * x + c1) * x + c2) ..., each step rounded to float32."""
-    r = np.full_like(x, _F32(coefficients[0]))
-    for c in coefficients[1:]:
-        r = r * x + _F32(c)
-    return r
-
-
-def eigen_tanh(x: np.ndarray) -> np.ndarray:
-    """Eigen's float tanh as LiteRT's x86 build runs it (``ptanh_float``, EIGEN_FAST_MATH, no FMA):
-    a [9/8] rational approximation of the input clamped to +-7.90738964, bit-exact with LiteRT's
-    ApplyTanhToVector."""
-    c = _F32(7.90738964080810547)
-    x = np.minimum(np.maximum(np.asarray(x, _F32), -c), c)
-    x2 = x * x
-    p = _horner(x2, (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1))
-    q = _horner(x2, (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0))
-    return (x2 * x * p + x) / q
-
-
-def _exp2f_table() -> np.ndarray:
-    """glibc's __exp2f_data.tab: the bits of 2^(i/32), correctly rounded, minus i << 47."""
-    with localcontext() as ctx:
-        ctx.prec = 50
-        bits = [np.float64(float((Decimal(i) / 32 * Decimal(2).ln()).exp())).view(np.uint64) for i in range(32)]
-    return np.array(bits, np.uint64) - (np.arange(32, dtype=np.uint64) << np.uint64(47))
-
-
-_EXP2F_TAB = _exp2f_table()
-_EXPF_INV_LN2_N = np.float64(float.fromhex("0x1.71547652b82fep+0") * 32)
-_EXPF_SHIFT = np.float64(float.fromhex("0x1.8p+52"))
-_EXPF_POLY = tuple(np.float64(float.fromhex(c) / 32 ** k)
-                   for c, k in (("0x1.c6af84b912394p-5", 3), ("0x1.ebfce50fac4f3p-3", 2), ("0x1.62e42ff0c52d6p-1", 1)))
-
-
-def glibc_expf(x: np.ndarray) -> np.ndarray:
-    """glibc's expf (2.27+) for float32 x <= 88: 2^(k/32) from a table times a cubic in double,
-    rounded once to float32 (0 below log(2^-150)). It differs from the correctly rounded exp in
-    about 0.05% of inputs; it matched this machine's libm expf on 400k samples."""
-    x = np.asarray(x, _F32)
-    z = _EXPF_INV_LN2_N * np.maximum(x, _F32(-110)).astype(np.float64)
-    shift = _EXPF_SHIFT
-    kd = z + shift
-    ki = kd.view(np.uint64)
-    r = z - (kd - shift)
-    s = (_EXP2F_TAB[ki % np.uint64(32)] + (ki << np.uint64(47))).view(np.float64)
-    c0, c1, c2 = _EXPF_POLY
-    y = (c0 * r + c1) * (r * r) + (c2 * r + 1)
-    return np.where(x < _F32(float.fromhex("-0x1.9fe368p6")), _F32(0), (y * s).astype(_F32))
-
-
-def eigen_scalar_elements(n: int, start: int | np.ndarray, packet: int = 4) -> np.ndarray:
-    """Which of ``n`` floats starting ``start`` floats past a 64-byte aligned address (a mask per
-    start) Eigen's vectorised assignment computes one by one in LiteRT's SSE build: the head before
-    the first 16-byte aligned element and the tail after the last full 4-float packet."""
-    start = np.asarray(start)[..., None]
-    head = np.minimum((packet - start % packet) % packet, n)
-    body = (n - head) // packet * packet
-    i = np.arange(n)
-    return (i < head) | (i >= head + body)
-
-
-def eigen_logistic(x: np.ndarray, scalar: np.ndarray | None = None) -> np.ndarray:
-    """Eigen's float logistic as LiteRT's ApplySigmoidToVector computes it: on vectorised elements
-    ``scalar_logistic_op<float>::packetOp`` (no FMA: exp(x/2)^2 from Cephes' range reduction and a
-    degree-5 polynomial, then e / (1 + e)); on the ``scalar`` elements (the head and tail Eigen's
-    alignment peeling leaves, see ``eigen_scalar_elements``) std::exp(x) / (1 + std::exp(x))."""
-    x = np.asarray(x, _F32)
-    half = np.minimum(x, _F32(16.6355324)) * _F32(0.5)
-    m = np.floor(half * _F32(1.44269504088896341) + _F32(0.5))
-    r = m * _F32(-0.693359375) + half
-    r = m * _F32(2.12194440e-4) + r
-    r2 = r * r
-    p_even = r2 * _F32(4.1898667812347412109375e-2) + _F32(0.49999141693115234375)
-    p_odd = r2 * _F32(8.33471305668354034423828125e-3) + _F32(0.16666877269744873046875)
-    p = r2 * (r * p_odd + p_even) + (r + _F32(1))
-    e = np.ldexp(p, m.astype(np.int32))
-    e = e * e
-    out = np.where(x < _F32(-104), _F32(0), e / (_F32(1) + e)).astype(_F32)
-    if scalar is not None and scalar.any():  # Eigen's scalar path: std::exp, then e / (1 + e)
-        e = glibc_expf(np.minimum(x, _F32(16.6355324)))
-        out = np.where(scalar, e / (_F32(1) + e), out).astype(_F32)
-    return out
-
-
-def sequential_sum(x: np.ndarray) -> np.ndarray:
-    """Left-to-right float32 sum over the last axis, as a plain C loop adds (cumsum is sequential)."""
-    return np.cumsum(x, axis=-1, dtype=_F32)[..., -1]
-
-
-def _mean_stddev_normalization(x: np.ndarray) -> np.ndarray:
-    """tensor_utils::MeanStddevNormalization over the last axis (the portable loop, in float32)."""
-    n = _F32(x.shape[-1])
-    mean = (sequential_sum(x) / n)[..., None]
-    diff = x - mean
-    variance = sequential_sum(diff * diff) / n
-    return diff * (_F32(1) / np.sqrt(variance + _F32(1e-8)))[..., None]
-
-
-def _clip(x: np.ndarray, limit: float) -> np.ndarray:
-    """CwiseClipping: clamp to [-limit, limit] when limit > 0."""
-    return np.clip(x, -limit, limit) if limit > 0 else x
-
-
-def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """BatchQuantizeFloats over the rows of ``x``: (int8, float32 scaling factors, zero points or None)."""
-    if asymmetric:
-        return quant.asymmetric_quantize_rows(x)
-    q, scale = quant.symmetric_quantize_rows(x)
-    return q, scale, None
-
-
-def hybrid_matmul(q: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, w: np.ndarray,
-                  w_scale: np.float32, row_sums: np.ndarray) -> np.ndarray:
-    """The hybrid MatrixBatchVectorMultiplyAccumulate term: int32 dot products (minus
-    ``row_sums * zero_point`` when asymmetric) times ``scaling_factor * weight_scale`` in float32."""
-    dot = q.astype(np.float64) @ w.T  # exact: int8 products summed well below 2^53
-    if zero_point is not None:
-        dot -= row_sums * zero_point[..., None].astype(np.float64)
-    return dot.astype(_F32) * (scale * w_scale)[..., None]
-
-
 # -- float and hybrid steps ---------------------------------------------------------------------
-
-_OPTIONS_CLASS = {"LSTM": "LSTMOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
-                  "BIDIRECTIONAL_SEQUENCE_LSTM": "BidirectionalSequenceLSTMOptions", "RNN": "RNNOptions",
-                  "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions", "SVDF": "SVDFOptions"}
-
-
-def op_options(node: Node) -> Any:
-    """The recurrent op's options, or the schema defaults when the model stores none."""
-    if node.options is not None:
-        return node.options
-    return options_mod.OPTIONS[_OPTIONS_CLASS[node.op.name]]()
-
 
 @dataclass
 class _Options:
@@ -520,107 +324,6 @@ def _run_hybrid(cell: _Cell, x: np.ndarray, aux: np.ndarray | None, h: np.ndarra
     return out, h, c
 
 
-# -- integer (8x8 -> 16) step -------------------------------------------------------------------
-
-def _clamp16(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, quant.INT16_MIN, quant.INT16_MAX)
-
-
-def _mbqm(x: np.ndarray, ms: tuple[int, int]) -> np.ndarray:
-    return quant.multiply_by_quantized_multiplier(quant.wrap_int(x), ms[0], ms[1])
-
-
-def _gate_matmul(v: np.ndarray, w: np.ndarray, bias: np.ndarray, ms: tuple[int, int]) -> np.ndarray:
-    """MatrixBatchVectorMultiplyAccumulate (int8 x int8 + effective bias, rescaled) before the
-    saturating add into the gate."""
-    return _mbqm((v.astype(np.float64) @ w.T).astype(np.int64) + bias, ms)
-
-
-def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
-    """C integer division (truncates toward zero)."""
-    return np.where(a >= 0, a // b, -((-a) // b))
-
-
-def _layer_norm_int16(x: np.ndarray, w: np.ndarray, bias: np.ndarray, ms: tuple[int, int],
-                      guard: int) -> np.ndarray:
-    """tensor_utils::ApplyLayerNorm on int16 rows (last axis): mean and variance in int64, the
-    inverse standard deviation from GetInvSqrtQuantizedMultiplierExp, output in Q3.12."""
-    n = x.shape[-1]
-    total = x.sum(axis=-1)
-    mean = _trunc_div(total * 1024, n)
-    variance = (x * x).sum(axis=-1) * ((1 << 20) // n) - mean * mean
-    variance = quant.wrap_int(_trunc_div(variance, 1 << 20))
-    variance = np.where(variance < 1, guard, variance)
-    inv_m, inv_s = quant.get_inv_sqrt_quantized_multiplier_exp(variance, -1)
-    rescaled = quant.multiply_by_quantized_multiplier(
-        quant.wrap_int(1024 * x - mean[..., None]), inv_m[..., None], inv_s[..., None])
-    val3 = quant.wrap_int(rescaled * np.asarray(w, np.int64) + np.asarray(bias, np.int64))
-    val4 = _trunc_div(val3 + np.where(val3 > 0, 512, -512), 1024)
-    return _clamp16(quant.multiply_by_quantized_multiplier(quant.wrap_int(val4), ms[0], ms[1] + 12))
-
-
-def _peephole_int16(w: np.ndarray, c: np.ndarray, ms: tuple[int, int], n_output: int, flat: bool) -> np.ndarray:
-    """VectorBatchVectorCwiseProductAccumulate as the integer gate calls it, over ``n_output`` (not
-    n_cell) elements per batch row: of the flat cell state when the batch runs as one (time-major),
-    of each row's start when LiteRT steps batch rows one by one (batch-major); zeros elsewhere. The
-    two agree when n_output == n_cell."""
-    term = np.zeros(c.shape, np.int64)
-    if flat:
-        used = c.shape[0] * n_output
-        term.reshape(-1)[:used] = _mbqm(w[np.arange(used) % n_output] * c.reshape(-1)[:used], ms)
-    else:
-        term[:, :n_output] = _mbqm(w[:n_output] * c[:, :n_output], ms)
-    return term
-
-
-def _run_integer(cell: _Cell, x: np.ndarray, h: np.ndarray, c: np.ndarray, reverse: bool,
-                 time_major: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """EvalInteger8x8_16 over time-major int8 ``x``: gates in Q3.12, sigmoid/tanh in Q0.15, cell
-    state int16 at 2^cell_scale, output state int8 (``time_major``: how LiteRT walked the batch)."""
-    p = cell.integer
-    xs = np.asarray(x, np.int64)
-    pre = {g: _clamp16(_gate_matmul(xs, cell.w_x[g], p["bias_x", g], p["x", g])) for g in cell.gates}
-    h = np.asarray(h, np.int64)
-    c = np.asarray(c, np.int64)
-    out = np.empty((x.shape[0], x.shape[1], cell.n_output), np.int8)
-    cell_scale = p["cell_scale"]
-    for t in _time_steps(x.shape[0], reverse):
-        gate = {}
-        for g in cell.gates:
-            if g == "o":
-                c = _update_cell_int16(cell, gate, c, p)
-            acc = _clamp16(_gate_matmul(h, cell.w_h[g], p["bias_h", g], p["h", g]) + pre[g][t])
-            if g in cell.w_c:
-                acc = _clamp16(_peephole_int16(cell.w_c[g], c, p["c", g], cell.n_output, time_major) + acc)
-            if cell.ln:
-                acc = _layer_norm_int16(acc, cell.ln[g], cell.bias[g], p["ln", g], p["guard", g])
-            gate[g] = quant.tanh_gemmlowp_int16(acc, 3) if g == "c" else quant.logistic_int16(acc, 3)
-        tanh_c = quant.tanh_gemmlowp_int16(c, 15 + cell_scale)
-        hidden = _mbqm(gate["o"] * tanh_c, p["hidden"])
-        if cell.proj_w is not None:
-            hidden = np.clip(hidden - p["hidden_zp"], -128, 127)
-            hidden = np.clip(_gate_matmul(hidden, cell.proj_w, p["bias_proj"], p["proj"]) + p["state_zp"],
-                             -128, 127)
-            if p["proj_clip"] > 0:
-                hidden = np.clip(hidden, -p["proj_clip"], p["proj_clip"])
-        else:
-            hidden = np.clip(hidden + p["hidden_zp"], -128, 127)
-        h = hidden
-        out[t] = hidden
-    return out, h, c
-
-
-def _update_cell_int16(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-    """UpdateLstmCellInteger: CwiseMul(forget, cell) >> 15 plus CwiseMul(input, cell_gate) >>
-    (30 + cell_scale), saturating, clipped."""
-    kept = quant.wrap_int(quant.rounding_divide_by_pot(gate["f"] * c, 15), 16)
-    i = quant.INT16_MAX - gate["f"] if cell.cifg else gate["i"]
-    added = quant.wrap_int(quant.rounding_divide_by_pot(i * gate["c"], 30 + p["cell_scale"]), 16)
-    c = _clamp16(kept + added)
-    clip = p["cell_clip"]
-    return np.clip(c, -clip, clip) if clip > 0 else c
-
-
 # -- driving one direction ----------------------------------------------------------------------
 
 def _scalar_sigmoid(cell: _Cell, batch: int, time_major: bool) -> dict[str, np.ndarray]:
@@ -639,10 +342,6 @@ def _scalar_sigmoid(cell: _Cell, batch: int, time_major: bool) -> dict[str, np.n
             else:
                 masks[g] = eigen_scalar_elements(n, base + n * np.arange(batch))
     return masks
-
-
-def _time_steps(n: int, reverse: bool) -> range:
-    return range(n - 1, -1, -1) if reverse else range(n)
 
 
 def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str, x: np.ndarray,
@@ -671,14 +370,6 @@ def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, k
     assign_state(node, slots.h, h)
     assign_state(node, slots.c, c)
     return out
-
-
-def assign_state(node: Node, k: int, value: np.ndarray) -> None:
-    """Write state operand ``k`` (a variable tensor) back in its own type and shape, so it persists
-    across invokes (the executor's ``assign``; skipped when a kernel runs without one)."""
-    t = node.inputs[k]
-    if node.context is not None:
-        node.context.assign(node.op.inputs[k], np.asarray(value).astype(t.dtype).reshape(t.shape))
 
 
 def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:

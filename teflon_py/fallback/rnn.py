@@ -15,7 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from teflon_py import ir, quant
-from teflon_py.fallback.lstm import apply_activation, assign_state, hybrid_matmul, op_options, quantize_rows
+from teflon_py.fallback.recurrent_shared import (
+    apply_activation,
+    assign_state,
+    hybrid_matmul,
+    op_options,
+    quantize_rows,
+)
 from teflon_py.fallback.registry import Node, register
 
 _F32 = np.float32
