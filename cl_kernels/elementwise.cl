@@ -1,6 +1,6 @@
-// Float32 elementwise and data-movement kernels whose sizes, strides and clamp bounds arrive as
-// kernel ARGUMENTS: one program serves every shape (a build costs ~0.4 s cold; these ops are
-// cheap, so specialising them on shape macros would cost more in builds than it saves).
+// Float32 elementwise kernels (binary ops, activations) whose sizes, strides and clamp bounds
+// arrive as kernel ARGUMENTS: one program serves every shape (a build costs ~0.4 s cold; these ops
+// are cheap, so specialising them on shape macros would cost more in builds than it saves).
 //
 // Work split (host: teflon_py.opencl.kernels.row_blocks): rows of `inner` elements; a work-item
 // takes `rpi` whole rows, or one `chunk`-long piece of one long row. Global size
@@ -63,40 +63,3 @@ UNARY(clip, x)
 UNARY(logistic, x > 16.619047164916992188f ? 1.0f : (x < -9.0f ? exp(x) : 1.0f / (1.0f + exp(-x))))
 UNARY(tanh_, tanh(x))
 UNARY(hard_swish, x * ((x + 3.0f) < 0.0f ? 0.0f : ((x + 3.0f) > 6.0f ? 6.0f : (x + 3.0f))) / 6.0f)
-
-// D[d_off + r * d_stride + c] = S[s_off + r * s_stride + c]: copies, CONCATENATION slices.
-__kernel void copy2d(__global const float* restrict S, __global float* restrict D, const int s_off,
-                     const int d_off, const int rows, const int rpi, const int cols, const int chunk,
-                     const int s_stride, const int d_stride) {
-  const int c0 = get_global_id(0) * chunk;
-  const int c1 = c0 + chunk < cols ? c0 + chunk : cols;
-  const int r0 = get_global_id(1) * rpi;
-  const int r1 = r0 + rpi < rows ? r0 + rpi : rows;
-  for (int r = r0; r < r1; r++) {
-    const __global float* s = S + s_off + r * s_stride;
-    __global float* d = D + d_off + r * d_stride;
-    for (int c = c0; c < c1; c++) d[c] = s[c];
-  }
-}
-
-// PAD of a (collapsed) 4-D tensor with a constant: output rows of o3 elements, `rpi` rows per
-// work-item; i0..i3 the input dims, p0..p3 the padding before each. Global (1, row blocks).
-__kernel void pad4(__global const float* restrict S, __global float* restrict D, const int rows,
-                   const int rpi, const int o1, const int o2, const int o3, const int i0, const int i1,
-                   const int i2, const int i3, const int p0, const int p1, const int p2, const int p3,
-                   const float value) {
-  const int r0 = get_global_id(1) * rpi;
-  const int r1 = r0 + rpi < rows ? r0 + rpi : rows;
-  for (int r = r0; r < r1; r++) {
-    __global float* d = D + r * o3;
-    const int j2 = r % o2 - p2, j1 = (r / o2) % o1 - p1, j0 = r / (o2 * o1) - p0;
-    if ((uint)j0 >= (uint)i0 || (uint)j1 >= (uint)i1 || (uint)j2 >= (uint)i2) {
-      for (int c = 0; c < o3; c++) d[c] = value;
-      continue;
-    }
-    const __global float* s = S + ((j0 * i1 + j1) * i2 + j2) * i3;
-    for (int c = 0; c < p3; c++) d[c] = value;
-    for (int c = 0; c < i3; c++) d[p3 + c] = s[c];
-    for (int c = p3 + i3; c < o3; c++) d[c] = value;
-  }
-}

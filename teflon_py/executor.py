@@ -3,7 +3,12 @@
 Built at ``allocate_tensors``: every delegate answers ``check`` for every node, the partitioner
 groups the supported nodes, the delegate compiles each partition; every node left over gets its
 NumPy kernel (an unknown op is an error here, not at invoke). A partition that fails to build or
-to run falls back to NumPy for its nodes, with one warning naming it and the error.
+to run falls back to NumPy for its nodes, with one warning naming it and the error; their NumPy
+kernels are looked up only then, so a delegate may run an op the fallback lacks.
+
+``run(observer)`` reports each step it takes (a NumPy node or a delegate partition, host-timed) to
+a ``RunObserver``, which may also run the partitions another way (``teflon_py.profile`` runs
+OpenCL ones on a profiling queue); without one, ``run`` does no timing at all.
 
 ``ModelState`` is what every executor of one interpreter shares, as TFLite's interpreter-wide
 maps: resource variables, which subgraphs CALL_ONCE has run, and one NumPy executor per subgraph
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +30,7 @@ import numpy as np
 import partitioner
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate
-from teflon_py.errors import BackendError, ModelError, TeflonError
+from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
 
@@ -43,7 +49,35 @@ class _PartitionStep:
     partition: Any  # partitioner.Partition
     delegate: Delegate
     compiled: CompiledPartition | None
-    fallback: list[tuple[Node, Any]]  # NumPy kernels for the same nodes, used if the device fails
+    fallback: list[tuple[Node, Any]] | None = None  # NumPy kernels for its nodes, built when the device fails
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of an observed ``GraphExecutor.run``, timed on the host (``time.perf_counter_ns``).
+
+    A NumPy node has ``op`` set (and no delegate); a partition its delegate ran has ``op`` None and
+    ``delegate``/``partition`` set. A partition that fell back to NumPy is reported node by node.
+    """
+
+    executor: GraphExecutor
+    op: ir.Operation | None
+    delegate: str | None
+    partition: int | None
+    start_ns: int
+    end_ns: int
+
+
+class RunObserver:
+    """Watches ``GraphExecutor.run(observer)``: ``step`` after each step; ``invoke`` runs each
+    delegate partition (override it to run them another way, e.g. profiled)."""
+
+    def invoke(self, compiled: CompiledPartition, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run a delegate partition on ``inputs``; its outputs (the default: ``compiled.invoke``)."""
+        return compiled.invoke(inputs)
+
+    def step(self, record: StepRecord) -> None:
+        """Called once a step has run; the default does nothing."""
 
 
 class ModelState:
@@ -218,29 +252,55 @@ class GraphExecutor:
         return node, kernel
 
     def _compile(self, p: Any, delegate: Delegate) -> _PartitionStep:
-        fallback = [self._fallback(self.graph.operations[i]) for i in p.nodes]
+        step = _PartitionStep(p, delegate, None)
         try:
-            compiled = delegate.compile(self.graph, p)
+            step.compiled = delegate.compile(self.graph, p)
         except (BackendError, TeflonError) as e:
+            self._partition_fallback(step, f"failed to build ({e})")
             warnings.warn(
                 f"{delegate.name} partition {p.index} ({len(p.nodes)} nodes) failed to build, "
                 f"running it on NumPy: {e}", RuntimeWarning, stacklevel=3,
             )
-            compiled = None
+        compiled = step.compiled
         for i in p.nodes:
             self.placements[i] = Placement(delegate.name if compiled else "numpy", p.index if compiled else None,
                                            None if compiled else f"{delegate.name} build failed")
         if compiled is not None:
             self.partitions.append((delegate.name, p))
-        return _PartitionStep(p, delegate, compiled, fallback)
+        return step
+
+    def _partition_fallback(self, step: _PartitionStep, failure: str) -> list[tuple[Node, Any]]:
+        """The NumPy kernels of a partition's nodes, built on its first failure; a node without
+        one is an UnsupportedError naming it (the partition can then run nowhere)."""
+        if step.fallback is None:
+            fallback = []
+            for i in step.partition.nodes:
+                op = self.graph.operations[i]
+                try:
+                    fallback.append(self._fallback(op))
+                except UnsupportedError as e:
+                    raise UnsupportedError(
+                        f"{step.delegate.name} partition {step.partition.index} {failure}, and it cannot "
+                        f"run on NumPy: {e}", node=op.index, op=op.name,
+                    ) from e
+            step.fallback = fallback
+        return step.fallback
 
     # -- running --------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, observer: RunObserver | None = None) -> None:
+        """Run every step once; ``observer`` (if any) sees each step and runs the partitions."""
         for step in self.steps:
             if isinstance(step, _PartitionStep):
-                self._run_partition(step)
-            else:
+                self._run_partition(step, observer)
+            elif observer is None:
                 self._run_node(*step)
+            else:
+                self._observe_node(*step, observer)
+
+    def _observe_node(self, node: Node, kernel: Any, observer: RunObserver) -> None:
+        start = time.perf_counter_ns()
+        self._run_node(node, kernel)
+        observer.step(StepRecord(self, node.op, None, None, start, time.perf_counter_ns()))
 
     def _run_node(self, node: Node, kernel: Any) -> None:
         args = [None if i == ir.NO_TENSOR else self.values[i] for i in node.op.inputs]
@@ -251,11 +311,14 @@ class GraphExecutor:
                 raise TypeError(f"{node.op.describe()}: kernel returned {value.dtype} for {t.describe()} of {t.dtype}")
             self.values[t.index] = value
 
-    def _run_partition(self, step: _PartitionStep) -> None:
+    def _run_partition(self, step: _PartitionStep, observer: RunObserver | None = None) -> None:
         if step.compiled is not None:
+            start = time.perf_counter_ns() if observer is not None else 0
             try:
-                outs = step.compiled.invoke([self.values[i] for i in step.compiled.inputs])
+                inputs = [self.values[i] for i in step.compiled.inputs]
+                outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
             except (BackendError, TeflonError) as e:
+                self._partition_fallback(step, f"failed to run ({e})")
                 warnings.warn(
                     f"{step.delegate.name} partition {step.partition.index} failed to run, "
                     f"running it on NumPy from now on: {e}", RuntimeWarning, stacklevel=3,
@@ -266,9 +329,15 @@ class GraphExecutor:
             else:
                 for i, value in zip(step.compiled.outputs, outs):
                     self.values[i] = value
+                if observer is not None:
+                    observer.step(StepRecord(self, None, step.delegate.name, step.partition.index,
+                                             start, time.perf_counter_ns()))
                 return
-        for node, kernel in step.fallback:
-            self._run_node(node, kernel)
+        for node, kernel in self._partition_fallback(step, "failed"):
+            if observer is None:
+                self._run_node(node, kernel)
+            else:
+                self._observe_node(node, kernel, observer)
 
     @property
     def resources(self) -> dict[int, Any]:

@@ -25,7 +25,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError, UnsupportedError
-from teflon_py.executor import GraphExecutor, ModelState, Placement
+from teflon_py.executor import GraphExecutor, ModelState, Placement, RunObserver
 from teflon_py.fallback.constant_folding import fold_model
 from teflon_py.plan_report import debug_enabled, format_table
 from teflon_py.tflite.reader import read_model
@@ -223,9 +223,10 @@ class Interpreter:
                     )
         state.resize(index, shape)
 
-    def invoke(self) -> None:
-        """Run the planned graph on the current input values."""
-        self._runnable(0).run()
+    def invoke(self, observer: RunObserver | None = None) -> None:
+        """Run the planned graph on the current input values; ``observer`` sees each step
+        (``teflon_py.executor.RunObserver``: what ``teflon_py.profile`` times)."""
+        self._runnable(0).run(observer)
 
     def _runnable(self, subgraph_index: int) -> GraphExecutor:
         state = self._state(subgraph_index)

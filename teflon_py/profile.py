@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.executor import RunObserver, StepRecord
 
 #: Ops whose cost is counted in FLOPs (2 per multiply-add), the others in bytes moved.
 FLOP_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
@@ -72,37 +73,38 @@ def op_flops(graph: ir.Graph, op: ir.Operation) -> int:
 
 def profile_invoke(interpreter: Any) -> list[Event]:
     """Run ``interpreter`` (inputs already set) once, timing each step; the tensors are updated as
-    ``invoke`` would. Uses the executor's steps directly (the interpreter has no observer hook)."""
-    from teflon_py.executor import _PartitionStep
+    ``invoke`` would. OpenCL partitions run profiled (``profile``): one event per launch."""
+    profiler = _Profiler()
+    interpreter.invoke(observer=profiler)
+    return profiler.events
 
-    executor = interpreter._runnable(0)
-    graph = executor.graph
-    events: list[Event] = []
-    t0 = time.perf_counter_ns()
-    for step in executor.steps:
-        start_us = (time.perf_counter_ns() - t0) / 1e3
-        if not isinstance(step, _PartitionStep):
-            node, kernel = step
-            executor._run_node(node, kernel)
-            events.append(_host_event(executor, node.op, start_us, (time.perf_counter_ns() - t0) / 1e3 - start_us))
-            continue
-        compiled = step.compiled
-        if compiled is not None and hasattr(compiled, "profile"):
-            outs, timings = compiled.profile([executor.values[i] for i in compiled.inputs])
-            for i, value in zip(compiled.outputs, outs):
-                executor.values[i] = value
-            events.extend(_kernel_events(timings, graph, start_us))
-        elif compiled is not None:
-            executor._run_partition(step)
-            dur = (time.perf_counter_ns() - t0) / 1e3 - start_us
-            events.append(Event(f"{step.delegate.name} partition {step.partition.index}", step.delegate.name,
-                                -1, "partition", start_us, dur))
+
+class _Profiler(RunObserver):
+    """Turns an observed run's steps into events on a timeline starting at its creation."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter_ns()
+        self.events: list[Event] = []
+        self._timings: list[Any] | None = None  # device timings of the partition that just ran
+
+    def invoke(self, compiled: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run partitions that can profile themselves (OpenCL) on their profiling queue."""
+        if not hasattr(compiled, "profile"):
+            return compiled.invoke(inputs)
+        outs, self._timings = compiled.profile(inputs)
+        return outs
+
+    def step(self, record: StepRecord) -> None:
+        start_us = (record.start_ns - self.t0) / 1e3
+        dur_us = (record.end_ns - record.start_ns) / 1e3
+        if record.op is not None:
+            self.events.append(_host_event(record.executor, record.op, start_us, dur_us))
+        elif self._timings is not None:
+            self.events.extend(_kernel_events(self._timings, record.executor.graph, start_us))
+            self._timings = None
         else:
-            for node, kernel in step.fallback:
-                begin = (time.perf_counter_ns() - t0) / 1e3
-                executor._run_node(node, kernel)
-                events.append(_host_event(executor, node.op, begin, (time.perf_counter_ns() - t0) / 1e3 - begin))
-    return events
+            self.events.append(Event(f"{record.delegate} partition {record.partition}", str(record.delegate),
+                                     -1, "partition", start_us, dur_us))
 
 
 def _host_event(executor: Any, op: ir.Operation, start_us: float, dur_us: float) -> Event:
