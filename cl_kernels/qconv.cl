@@ -16,7 +16,10 @@
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
 // Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with
 // REQ_DOUBLE, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel).
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_DOUBLE] [QCONV_PORTABLE: the
+// RESID: a residual ADD folded in: after the conv's own clamp, TFLite's quantized ADD of the
+// conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2)
+// << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_DOUBLE] [RESID] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
@@ -40,6 +43,7 @@ inline int q_requantize_double(int acc, double scale, int zp, int lo, int hi) {
 #endif
 
 typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
+typedef XT xt16u __attribute__((ext_vector_type(16), aligned(1)));
 typedef char c64v __attribute__((ext_vector_type(64)));
 typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
 typedef short s16u __attribute__((ext_vector_type(16), aligned(2)));
@@ -91,6 +95,19 @@ typedef int int_u1 __attribute__((aligned(1)));
 #endif
 #endif
 
+#ifdef RESID
+// add.cc's input rescale MultiplyByQuantizedMultiplier(k << 20, m, -right) for |k| <= 255, m > 0,
+// right >= 0, in 32-bit lanes: its SRDHM is floor((k * 2^20 * m + 2^30) / 2^31) =
+// floor((k * m + 2^10) / 2^11) = k * (m >> 11) + floor((k * (m & 2047) + 2^10) / 2^11), every
+// term below 2^28 in magnitude; then the same RoundingDivideByPOT as q_mbqm16.
+inline i16v q_add_rescale16(i16v k, int m, int right) {
+  const i16v hi = k * (m >> 11) + ((k * (m & 2047) + 1024) >> 11);
+  const int mask = (int)((1u << right) - 1u);
+  const i16v threshold = (mask >> 1) - (hi < 0);  // a true lane compares as -1
+  return (hi >> right) - ((hi & mask) > threshold);
+}
+#endif
+
 __kernel void qconv(__global const XT* restrict in, __global const WT* restrict w,
                     __global const int* restrict bias,
 #ifdef REQ_DOUBLE
@@ -99,7 +116,13 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
                     __global const int* restrict mult, __global const int* restrict lshift,
                     __global const int* restrict rshift,
 #endif
-                    __global const XT* restrict zpad, __global XT* restrict out, const int IH,
+                    __global const XT* restrict zpad, __global XT* restrict out,
+#ifdef RESID
+                    __global const uchar* restrict res, const int off1, const int m1,
+                    const int s1, const int off2, const int m2, const int s2, const int rm,
+                    const int rshift_add, const int rzo, const int rlo, const int rhi,
+#endif
+                    const int IH,
                     const int IW, const int IC, const int XS, const int xoff, const int OH,
                     const int OW, const int OC, const int YS, const int yoff, const int KH,
                     const int KW, const int SH, const int SW, const int DH, const int DW,
@@ -201,6 +224,22 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
       v = v < lo ? (i16v)(lo) : v;
       v = v > hi ? (i16v)(hi) : v;
+#ifdef RESID
+      {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
+        const __global uchar* rp = res + (p0 + p) * YS + yoff + oc0;
+        i16v other = 0;
+        if (oc0 + 16 <= OC) {
+          other = __builtin_convertvector(*(const __global xt16u*)rp, i16v);
+        } else {
+          for (int t = 0; t < OC - oc0; t++) other[t] = ((const __global XT*)rp)[t];
+        }
+        const i16v sum = q_add_rescale16(v + off1, m1, s1) + q_add_rescale16(other + off2, m2, s2);
+        v = q_mbqm16(sum, (i16v)(rm), (i16v)(rshift_add > 0 ? rshift_add : 0),
+                     (i16v)(rshift_add > 0 ? 0 : -rshift_add)) + rzo;
+        v = v < rlo ? (i16v)(rlo) : v;
+        v = v > rhi ? (i16v)(rhi) : v;
+      }
+#endif
       if (oc0 + 16 <= OC) {
         *(__global c16u*)o = __builtin_convertvector(v, c16u);
       } else {

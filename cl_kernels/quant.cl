@@ -44,10 +44,18 @@ inline int q_mbqm(int x, int m, int shift) {
 // split into its left and right parts. For m > 0 the SRDHM is floor((x * m + 2^30) / 2^31): its
 // negative nudge with truncating division equals the positive nudge with flooring (see
 // teflon_py.quant.requantize), so one 64-bit multiply-add and an arithmetic shift per lane.
+// The products are formed in place, as pairs of lanes in 64-bit words: even lanes sign-extended
+// where they are (<< 32 >> 32), odd lanes shifted down (>> 32); both are 32x32 -> 64-bit signed
+// products (one vpmuldq each on x86), and the odd results land back in the upper halves (<< 1
+// after the rounding add puts bits 31..62 there), so no widening or narrowing shuffles.
+typedef long l8v __attribute__((ext_vector_type(8)));
 inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
   const i16v xs = __builtin_astype(__builtin_astype(x, u16v) << __builtin_astype(left, u16v), i16v);
-  const l16v p = __builtin_convertvector(xs, l16v) * __builtin_convertvector(m, l16v) + (l16v)(1L << 30);
-  const i16v hi = __builtin_convertvector(p >> 31, i16v);
+  const l8v xw = __builtin_astype(xs, l8v), mw = __builtin_astype(m, l8v);
+  const l8v pe = ((xw << 32) >> 32) * ((mw << 32) >> 32) + (l8v)(1L << 30);
+  const l8v po = (xw >> 32) * (mw >> 32) + (l8v)(1L << 30);
+  const i16v he = __builtin_astype(pe >> 31, i16v), ho = __builtin_astype(po << 1, i16v);
+  const i16v hi = __builtin_shufflevector(he, ho, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31);
   const i16v mask = __builtin_astype(((u16v)(1u) << __builtin_astype(right, u16v)) - (u16v)(1u), i16v);
   const i16v remainder = hi & mask;
   const i16v threshold = (mask >> 1) - (hi < 0);  // a true lane compares as -1

@@ -249,3 +249,35 @@ def test_int8_concatenation_rescale_stays_refused() -> None:
     graph = read_model(mb.build()).main
     verdict = check_op(graph, graph.operations[0])
     assert not verdict.supported and "requantizing copy" in verdict.reason
+
+
+#: (ADD operand order, conv activation, ADD activation, output channels, seed)
+FOLD_CASES = [(0, ir.Activation.NONE, ir.Activation.NONE, 24, 1),
+              (1, ir.Activation.RELU6, ir.Activation.RELU, 20, 2),
+              (1, ir.Activation.NONE, ir.Activation.NONE, 37, 3),
+              (0, ir.Activation.RELU, ir.Activation.RELU6, 16, 4)]
+
+
+@pytest.mark.parametrize("case", range(len(FOLD_CASES)))
+def test_int8_residual_add_folds_into_the_1x1_conv(device, case: int) -> None:
+    """The int8 ADD after a 1x1 conv rides in the conv's epilogue (TFLite's quantized ADD applied
+    to the conv's int8 output in registers): bit-exact either operand order, with activations on
+    either op and output channels off the vector width."""
+    order, act, add_act, oc, seed = FOLD_CASES[case]
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (1, 7, 9, 8), np.int8, quantization=quantization(0.05, 3))
+    skip = _conv(g, x, "skip", oc, 3, rng, quantization(0.11, -7))
+    c = _conv(g, skip, "proj", oc, 1, rng, quantization(0.07 * (1 + case), 5 - 9 * case), act=act)
+    a = g.add_tensor("add", (1, 7, 9, oc), np.int8, quantization=quantization(0.15, -20 + 11 * case))
+    g.add_op("ADD", [c, skip] if order == 0 else [skip, c], [a], O.AddOptions(fused_activation_function=add_act))
+    g.mark_outputs(a)
+    model = mb.build()
+    for _ in range(3):
+        check_model(model, "opencl", inputs=[rng.integers(-128, 128, (1, 7, 9, 8)).astype(np.int8)])
+    graph = read_model(model).main
+    delegate = teflon_py.load_delegate("opencl")
+    (part,) = partitioner.partition(graph, {op.index for op in graph.operations if delegate.check(graph, op)})
+    add = next(op.index for op in graph.operations if op.name == "ADD")
+    assert add in delegate.compile(graph, part).stats["folded"]

@@ -13,7 +13,8 @@ each op's emitter (``lowering``) declares kernel launches bound to graph tensors
   from the first launch that touches it to the last.
 
 Before lowering, ``plan_residuals`` folds a float ADD into the CONV_2D producing one of its
-operands (MobileNetV2's residual connections): the conv's epilogue adds the other operand.
+operands (MobileNetV2's residual connections): the conv's epilogue adds the other operand. An int8
+ADD folds into an int8 CONV_2D the same way, where ``ops_qconv.residual_reason`` allows.
 
 Programs are built (or loaded from the disk caches) — the template kernels of the whole
 partition (gemm, conv2d, depthwise blockings) as ONE program, one front-end compile — kernels
@@ -68,6 +69,15 @@ class Residual:
 
 #: Ops whose float32 lowering can fold a following ADD into its epilogue (``Builder.residual``).
 RESIDUAL_OPS = ("CONV_2D",)
+#: Quantized kinds whose CONV_2D lowering folds an ADD too, where ``ops_qconv.residual_reason`` allows.
+QUANTIZED_RESIDUAL_KINDS = ("int8",)
+
+
+def _quantized_residual_ok(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> bool:
+    """Whether the int8 ADD ``add`` can fold into the int8 CONV_2D ``conv`` (``ops_qconv``)."""
+    from teflon_py.opencl import ops_qconv
+
+    return ops_qconv.residual_reason(graph, conv, add) is None
 
 
 def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
@@ -90,8 +100,11 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
     residuals: dict[int, Residual] = {}
     for i in live:
         add = graph.operations[i]
-        if add.name != "ADD" or len(add.inputs) != 2 or getattr(lookup(add), "kind", None) != "float32":
+        kind = getattr(lookup(add), "kind", None)
+        if add.name != "ADD" or len(add.inputs) != 2 or kind not in ("float32", *QUANTIZED_RESIDUAL_KINDS):
             continue
+        if kind != "float32" and i in plan.clamp:
+            continue  # an activation folded into a quantized ADD: its epilogue has no place for it
         a, b = add.inputs
         shape = tuple(graph.tensors[add.outputs[0]].shape)
         if a == b or tuple(graph.tensors[a].shape) != shape or tuple(graph.tensors[b].shape) != shape:
@@ -102,7 +115,9 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
             if p is None or p in residuals or p not in position:
                 continue
             conv = graph.operations[p]
-            if conv.name not in RESIDUAL_OPS or getattr(lookup(conv), "kind", None) != "float32":
+            if conv.name not in RESIDUAL_OPS or getattr(lookup(conv), "kind", None) != kind:
+                continue
+            if kind != "float32" and not _quantized_residual_ok(graph, conv, add):
                 continue
             if t in kept or readers.get(t) != [i]:
                 continue

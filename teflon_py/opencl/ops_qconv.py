@@ -16,6 +16,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.errors import TeflonError
 from teflon_py.fallback import conv as fallback_conv
+from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import Node
 from teflon_py.opencl import kernels, qkernels
 from teflon_py.opencl.lowering import EmitContext, activation_reason, options
@@ -121,6 +122,13 @@ def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
     groups = c // cg
     ocg = oc // groups
     requant = qkernels.conv_requant(graph, op, opts.fused_activation_function)
+    res = ctx.residual(op)
+    residual, res_binding = None, {}
+    if res is not None:
+        if residual_reason(graph, op, graph.operations[res.add]):
+            raise ValueError("a residual ADD was folded into a conv that cannot take it")
+        residual = residual_add(graph, op, graph.operations[res.add])
+        res_binding = {"res": res.tensor}
     for g in range(groups):
         geo = ConvGeometry(nb, ih, iw, xs=c, xoff=g * cg, ys=oc, yoff=g * ocg, kh=kh, kw=kw,
                            stride=(opts.stride_h, opts.stride_w),
@@ -129,8 +137,41 @@ def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
         lo, hi = g * ocg, (g + 1) * ocg
         part_bias = None if bias is None else bias[lo:hi]
         spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w[lo:hi], part_bias,
-                                   requant.channels(lo, hi))
-        qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+                                   requant.channels(lo, hi), residual)
+        qkernels.launch(ctx, spec, input=x, output=ctx.output(op), **res_binding)
+
+
+def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> str | None:
+    """Why the int8 ADD ``add`` cannot fold into ``conv`` (the producer of one operand), if so.
+
+    Exact: the epilogue clamps the conv's int8 output as before, then runs add.cc's integer
+    arithmetic on it (``qkernels.ResidualAdd``), as the unfused ADD does on the stored bytes.
+    """
+    x, w, y = (graph.tensors[t] for t in (conv.inputs[0], conv.inputs[1], conv.outputs[0]))
+    if conv.name != "CONV_2D" or y.dtype != np.int8 or w.dtype != np.int8:
+        return "only int8 CONV_2D takes a residual ADD"
+    if w.shape[3] != x.shape[3]:
+        return "grouped convolution"
+    if conv.outputs[0] not in add.inputs[:2] or any(graph.tensors[t].dtype != np.int8 for t in add.inputs):
+        return "the ADD does not read the conv's output alongside another int8 tensor"
+    from teflon_py.opencl import ops_qelementwise
+
+    reason = ops_qelementwise.check_binary(graph, add)
+    if reason:
+        return reason
+    p = fallback_elementwise._add_sub_params(Node.of(graph, add))
+    if p["left_shift"] != 20 or min(p["m1"], p["m2"], p["mo"]) <= 0 or max(p["e1"], p["e2"]) > 0:
+        return "the ADD's multipliers are not the positive, below-one ones the epilogue assumes"
+    return None
+
+
+def residual_add(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> qkernels.ResidualAdd:
+    """``add``'s input rescales (the conv's operand first) and requantization (``qconv``'s RESID)."""
+    p = fallback_elementwise._add_sub_params(Node.of(graph, add))
+    first, second = (p["off1"], p["m1"], -p["e1"]), (p["off2"], p["m2"], -p["e2"])
+    if add.inputs[0] != conv.outputs[0]:
+        first, second = second, first
+    return qkernels.ResidualAdd(first, second, p["mo"], p["eo"], p["out_off"], p["lo"], p["hi"])
 
 
 def check_depthwise_conv_2d(graph: ir.Graph, op: ir.Operation) -> str | None:

@@ -131,9 +131,24 @@ class ConvGeometry:
     pads: Pads = kernels.NO_PADS
 
 
+@dataclass(frozen=True)
+class ResidualAdd:
+    """A quantized ADD folded into ``qconv``'s epilogue: (offset, multiplier, right shift) of the
+    conv's operand, then of the other operand (add.cc's input rescale), then its requantization."""
+
+    conv_input: tuple[int, int, int]
+    other_input: tuple[int, int, int]
+    multiplier: int
+    shift: int
+    zero_point: int
+    lo: int
+    hi: int
+
+
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
-               bias: np.ndarray | None, requant: Requant) -> KernelSpec:
-    """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64)."""
+               bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None) -> KernelSpec:
+    """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64); with
+    ``residual``, the kernel also reads the ADD's other operand (binding ``res``)."""
     oc, kh, kw, ic = w_ohwi.shape
     wh, ww = kernels.padded_windows(g.ih, g.iw, kh, kw, g.stride, g.dilation, g.padding, g.pads)
     npix = g.nb * wh.out * ww.out
@@ -160,10 +175,21 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                                   input_zero_point + flip_offset(dtype)), ocp),
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
+    extra: tuple[str, ...] = ()
+    if residual is not None:
+        if not w8 or requant.scale is not None:
+            raise ValueError("a residual ADD folds only into a conv with int8 weights")
+        defines["RESID"] = True
+        (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
+        rargs = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
+                                rshift_add=residual.shift, rzo=residual.zero_point,
+                                rlo=residual.lo, rhi=residual.hi)
+        extra = ("res",)
+        args = {**rargs, **args}
     return KernelSpec(
         files=("quant.cl", "qconv.cl"), name="qconv", defines=defines,
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
-        args=("input", "weights", "bias", *requant.args, "zpad", "output", *args),
+        args=("input", "weights", "bias", *requant.args, "zpad", "output", *extra, *args),
         constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
     )
 
