@@ -245,19 +245,21 @@ def moves_checker(plan: MovesPlan, params: Sequence[int]) -> Callable[[ir.Graph,
     """The check of a copy-based op: its plan builds, the output shapes agree, the data can be copied."""
 
     def check(graph: ir.Graph, op: ir.Operation) -> str | None:
-        reason = data_reason(graph, data_operands(op, params))
-        if reason:
-            return reason
-        try:
-            moves = plan(graph, op)
-            for copy, _, _ in moves.copies:
-                copy_specs("u8", copy)
-        except ValueError as e:
-            return str(e)
-        reasons = (shape_reason(graph, op, k, shape) for k, shape in moves.shapes.items())
-        return next((r for r in reasons if r), None)
+        return data_reason(graph, data_operands(op, params)) or moves_reason(graph, op, plan)
 
     return check
+
+
+def moves_reason(graph: ir.Graph, op: ir.Operation, plan: MovesPlan) -> str | None:
+    """Why a copy plan cannot serve ``op``: it does not build, or its output shapes disagree."""
+    try:
+        moves = plan(graph, op)
+        for copy, _, _ in moves.copies:
+            copy_specs("u8", copy)
+    except ValueError as e:
+        return str(e)
+    reasons = (shape_reason(graph, op, k, shape) for k, shape in moves.shapes.items())
+    return next((r for r in reasons if r), None)
 
 
 def emit_moves(ctx: EmitContext, op: ir.Operation, moves: Moves) -> None:

@@ -37,6 +37,7 @@ from teflon_py.opencl.ops_movement import (
     emit_table,
     launch,
     movement,
+    moves_reason,
     table_checker,
 )
 from teflon_py.tflite.options import ConcatenationOptions, MirrorPadOptions
@@ -118,16 +119,7 @@ def concat_quantization_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
 def check_concatenation(graph: ir.Graph, op: ir.Operation) -> str | None:
     """CONCATENATION: operands that copy (uint8 ones through a requantizing table), a plan whose
     copies build, the output shape it gives."""
-    reason = concat_quantization_reason(graph, op)
-    if reason:
-        return reason
-    try:
-        moves = plan_concatenation(graph, op)
-        for copy, _, _ in moves.copies:
-            copy_specs("u8", copy)
-    except ValueError as e:
-        return str(e)
-    return shape_reason(graph, op, 0, moves.shapes[0])
+    return concat_quantization_reason(graph, op) or moves_reason(graph, op, plan_concatenation)
 
 
 @movement("CONCATENATION", check=check_concatenation)
