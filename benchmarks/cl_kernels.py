@@ -5,7 +5,7 @@
 A kernel's time is the best, over ``--rounds`` interleaved rounds of ``--reps`` batches, of a batch
 of 10 back-to-back launches waited once: on a shared machine the best batch is the least
 disturbed one. ``--sweep`` also times alternative blockings, to re-tune
-``teflon_py.opencl.kernels`` on a new machine.
+``teflon_py.opencl.kernels.specs`` on a new machine.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from teflon_py import ir
-from teflon_py.opencl import device, kernels, programs
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.runtime import device, programs
 
 
 def best_time(fn: Callable[[], None], reps: int) -> float:

@@ -1,7 +1,7 @@
 """Pure graph code: which supported nodes a delegate runs together, and in what order."""
 from __future__ import annotations
 
-from partitioner.partition import (
+from teflon_py.partitioner.partition import (
     RESOURCE_OPS,
     Partition,
     Step,

@@ -177,7 +177,7 @@ def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) 
     ("cold": something was compiled and cached, "warm": all came from the caches, "none": no
     programs): ``fresh_memo`` forgets in-process programs first, so they come from the caches."""
     if fresh_memo and delegate == "opencl":
-        from teflon_py.opencl import programs
+        from teflon_py.opencl.runtime import programs
 
         programs.clear_memo()
     it = _interpreter(model, delegate)
@@ -196,7 +196,7 @@ def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) 
 def _program_counts() -> dict[str, int]:
     """Programs obtained so far in this process, by where they came from (empty without OpenCL)."""
     try:
-        from teflon_py.opencl import programs
+        from teflon_py.opencl.runtime import programs
     except ImportError:
         return {}
     return dict(programs.TOTALS)
@@ -212,7 +212,7 @@ def _cached_files() -> int:
     dirs = [os.environ.get("POCL_CACHE_DIR") or
             os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pocl", "kcache")]
     try:
-        from teflon_py.opencl import programs
+        from teflon_py.opencl.runtime import programs
 
         dirs.append(str(programs.default_cache_dir()))
     except ImportError:
@@ -282,7 +282,7 @@ def _print_bench(r: dict[str, Any]) -> None:
 
 def cmd_devices(args: argparse.Namespace) -> int:
     try:
-        from teflon_py.opencl.device import list_devices
+        from teflon_py.opencl.runtime.device import list_devices
     except ImportError as e:
         print(f"teflon-py: the OpenCL backend is not available ({e})", file=sys.stderr)
         return 1

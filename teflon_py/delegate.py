@@ -8,6 +8,7 @@ else, then registers itself with ``register_backend`` so ``load_delegate(name)``
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,9 @@ class Delegate(abc.ABC):
 
 BackendFactory = Callable[[Mapping[str, Any]], Delegate]
 _BACKENDS: dict[str, BackendFactory] = {}
+#: Built-in backends, found by name: ``teflon_py.<module>`` defines the ``Delegate`` subclass
+#: (imported on first use, so this module imports no backend and no backend imports it back).
+BUILTIN_BACKENDS = {"opencl": ("teflon_py.opencl.delegate", "OpenCLDelegate")}
 
 
 def register_backend(name: str, factory: BackendFactory) -> None:
@@ -81,10 +85,11 @@ def register_backend(name: str, factory: BackendFactory) -> None:
 
 def load_delegate(library: str, options: Mapping[str, Any] | None = None) -> Delegate:
     """LiteRT's ``load_delegate``: ``"opencl"`` or any registered backend name."""
-    from teflon_py import backends  # noqa: F401  (registers the built-in backends)
-
     key = library.removeprefix("teflon_py.").removesuffix(".so")
+    if key not in _BACKENDS and key in BUILTIN_BACKENDS:
+        module, cls = BUILTIN_BACKENDS[key]
+        _BACKENDS[key] = getattr(importlib.import_module(module), cls)
     if key not in _BACKENDS:
-        known = ", ".join(sorted(_BACKENDS)) or "none"
+        known = ", ".join(sorted({*_BACKENDS, *BUILTIN_BACKENDS})) or "none"
         raise ValueError(f"unknown delegate {library!r}; available: {known}")
     return _BACKENDS[key](dict(options or {}))

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-import partitioner
-from teflon_py import ir
+from teflon_py import ir, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate
 from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError
 from teflon_py.fallback import Node, kernel_for

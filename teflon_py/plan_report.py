@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import partitioner
-from teflon_py import ir
+from teflon_py import ir, partitioner
 
 if TYPE_CHECKING:
     from teflon_py.interpreter import Interpreter

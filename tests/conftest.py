@@ -12,7 +12,7 @@ def _default_backends() -> list[str]:
     from teflon_py.errors import BackendError
 
     try:
-        from teflon_py.opencl import device
+        from teflon_py.opencl.runtime import device
 
         device.select_device()
     except (ImportError, BackendError) as e:  # no pyopencl, no platform, no device: NumPy only
@@ -38,6 +38,6 @@ def device() -> None:
     device exists outside CI; under CI the backend list above already made that an error)."""
     if "opencl" not in BACKENDS:
         pytest.skip("no OpenCL device: the opencl backend is not among TEFLON_TEST_BACKENDS")
-    from teflon_py.opencl import device as dev
+    from teflon_py.opencl.runtime import device as dev
 
     dev.get_context()

@@ -6,7 +6,7 @@ import pytest
 
 from teflon_py import ir
 from teflon_py.errors import BackendError
-from teflon_py.opencl import kernels
+from teflon_py.opencl.kernels import specs as kernels
 
 pytest.importorskip("pyopencl")
 TOL = 1e-5
@@ -16,7 +16,7 @@ ACTS = {ir.Activation.NONE: (-np.inf, np.inf), ir.Activation.RELU: (0.0, np.inf)
 
 @pytest.fixture(scope="module")
 def cl_env():
-    from teflon_py.opencl import device, programs
+    from teflon_py.opencl.runtime import device, programs
 
     try:
         dc = device.get_context()

@@ -195,7 +195,7 @@ def test_devices(capsys) -> None:
 
 
 def test_devices_without_the_opencl_module(capsys, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "teflon_py.opencl.device", None)
+    monkeypatch.setitem(sys.modules, "teflon_py.opencl.runtime.device", None)
     code, _, err = run_cli(capsys, "devices")
     assert code == 1 and "OpenCL backend is not available" in err
 

@@ -23,7 +23,7 @@ F32, F16 = np.float32, np.float16
 
 
 def test_registry_claims_folded_constants() -> None:
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     assert "DEQUANTIZE" in supported_ops("float16")
     for kind in ("float32", "int8", "float16"):
@@ -96,7 +96,7 @@ def test_constant_weights_stay_one_partition(device, storage: str) -> None:
     assert folded and all(graph.tensors[graph.operations[i].outputs[0]].is_constant for i in folded)
     from teflon_py.opencl.compiled import Builder
     from teflon_py.opencl.fusion import FusionPlan
-    from teflon_py.opencl.lowering import lowering_for
+    from teflon_py.opencl.lowerings import lowering_for
 
     b = Builder(graph, range(len(graph.operations)), FusionPlan())
     for i in folded:

@@ -10,9 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-import partitioner
 import teflon_py
-from teflon_py import ir
+from teflon_py import ir, partitioner
 from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
@@ -43,7 +42,7 @@ F32 = np.float32
 
 
 def test_registry_claims_every_float32_op() -> None:
-    from teflon_py.opencl.lowering import LOWERINGS, SUPPORTED_OPS, supported_ops
+    from teflon_py.opencl.lowerings import LOWERINGS, SUPPORTED_OPS, supported_ops
 
     missing = [op for op in FLOAT32_OPS if op not in SUPPORTED_OPS]
     missing += [(op, kind) for op, kind in OTHER_KIND_OPS if op not in supported_ops(kind)]
@@ -131,7 +130,7 @@ def test_check_reasons_name_the_op_and_the_cause() -> None:
 
 def test_check_is_pure(monkeypatch: pytest.MonkeyPatch) -> None:
     """check() decides from the graph alone: no device, no context, no program."""
-    from teflon_py.opencl import device as dev
+    from teflon_py.opencl.runtime import device as dev
 
     def no_device(*a, **k):
         raise AssertionError("check() touched the device")
@@ -307,7 +306,7 @@ def test_inputs_are_read_not_written_and_outputs_are_fresh(device) -> None:
 
 def test_small_ops_share_one_program(device) -> None:
     """Elementwise, pool and reduce kernels take sizes as arguments: new shapes build nothing."""
-    from teflon_py.opencl import programs
+    from teflon_py.opencl.runtime import programs
 
     def model(shape: tuple) -> bytes:
         return single_op("SUB", [{"shape": shape, "dtype": F32}, {"shape": shape[-1:], "dtype": F32}],
@@ -367,7 +366,7 @@ def test_max_partitions_option(device) -> None:
 # -- failures fall back to NumPy --------------------------------------------------------------------
 
 def test_broken_kernel_falls_back_to_numpy(device, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from teflon_py.opencl import programs
+    from teflon_py.opencl.runtime import programs
 
     real = programs.load_source
     monkeypatch.setattr(programs, "load_source",

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import OpResolverType
 
-import partitioner
 import teflon_py
-from teflon_py import ir
+from teflon_py import ir, partitioner
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -35,7 +34,7 @@ LOWERED = {
 @pytest.mark.parametrize("kind", list(LOWERED))
 def test_registry_lowers_the_family(kind: str) -> None:
     pytest.importorskip("pyopencl")
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     missing = sorted(set(LOWERED[kind]) - supported_ops(kind))
     assert not missing, f"{kind}: not lowered: {missing}"
@@ -53,7 +52,7 @@ GEOMETRY_CASES = [
 @pytest.mark.parametrize("shapes", GEOMETRY_CASES, ids=str)
 def test_broadcast_geometry_indexes_like_numpy(shapes: list[tuple]) -> None:
     """Replay the kernels' index arithmetic on the collapsed geometry for every output element."""
-    from teflon_py.opencl.ops_elementwise import OUTER_DIMS, broadcast_geometry_n
+    from teflon_py.opencl.lowerings.elementwise import OUTER_DIMS, broadcast_geometry_n
 
     out = np.broadcast_shapes(*shapes)
     g = broadcast_geometry_n(shapes, out)
@@ -72,7 +71,7 @@ def test_broadcast_geometry_indexes_like_numpy(shapes: list[tuple]) -> None:
 
 
 def test_broadcast_geometry_refuses_six_dimensions() -> None:
-    from teflon_py.opencl.ops_elementwise import broadcast_geometry_n
+    from teflon_py.opencl.lowerings.elementwise import broadcast_geometry_n
 
     with pytest.raises(ValueError, match="6 dimensions"):
         broadcast_geometry_n([(2, 1, 2, 1, 2, 1), (1, 2, 1, 2, 1, 2)], (2, 2, 2, 2, 2, 2))
@@ -201,7 +200,7 @@ def test_activations_wide_range(device, op: str, options: object) -> None:
 
 def test_copies_when_not_zero_copy(device, monkeypatch: pytest.MonkeyPatch) -> None:
     """Graph inputs and outputs of every lowered dtype through device buffers (GPU-style I/O)."""
-    from teflon_py.opencl.device import DeviceContext
+    from teflon_py.opencl.runtime.device import DeviceContext
 
     monkeypatch.setattr(DeviceContext, "zero_copy", property(lambda self: False))
     mb = ModelBuilder()

@@ -30,7 +30,7 @@ I8 = quantization(0.05, -3)
 
 @pytest.mark.parametrize("op", sorted(LOWERED))
 def test_registry_lowers_every_movement_op(op: str) -> None:
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     missing = [kind for kind in LOWERED[op] if op not in supported_ops(kind)]
     assert not missing, f"{op} not lowered for {missing}"
@@ -40,7 +40,7 @@ def test_registry_lowers_every_movement_op(op: str) -> None:
 
 
 def test_collapse_merges_linear_neighbours_and_drops_unit_dims() -> None:
-    from teflon_py.opencl.movement_plan import Copy, collapse, dense_strides, permute
+    from teflon_py.opencl.kernels.movement_plan import Copy, collapse, dense_strides, permute
 
     shape = (2, 3, 4, 5)
     assert collapse(Copy(shape, dense_strides(shape), dense_strides(shape))) == [(120, 1, 1)]
@@ -49,7 +49,7 @@ def test_collapse_merges_linear_neighbours_and_drops_unit_dims() -> None:
 
 
 def test_copies_of_more_than_five_dims_loop_on_the_host() -> None:
-    from teflon_py.opencl.movement_plan import copy_specs, permute
+    from teflon_py.opencl.kernels.movement_plan import copy_specs, permute
 
     specs = copy_specs("u32", permute((2, 3, 2, 3, 2, 3), (5, 4, 3, 2, 1, 0)))
     assert len(specs) == 3  # the outermost of six unmergeable dims, one launch per index
@@ -58,7 +58,7 @@ def test_copies_of_more_than_five_dims_loop_on_the_host() -> None:
 
 
 def test_fold_tables_merges_outer_axes_and_keeps_padding_negative() -> None:
-    from teflon_py.opencl.movement_plan import PAD_MARK, fold_tables
+    from teflon_py.opencl.kernels.movement_plan import PAD_MARK, fold_tables
 
     tables = [np.array([0, 100]), np.array([0, 10, PAD_MARK]), np.array([5]), np.array([0, 1000]),
               np.array([0, 2000]), np.array([0, 3]), np.array([0, 1, 2])]
@@ -152,7 +152,7 @@ def test_gather_runtime_index_out_of_range_reads_zeros(device) -> None:
 
 @pytest.mark.parametrize("op", ["TRANSPOSE", "CONCATENATION"])
 def test_requantizing_copy_is_left_to_numpy(device, op: str) -> None:
-    from teflon_py.opencl.lowering import check_op
+    from teflon_py.opencl.lowerings import check_op
 
     q_out = quantization(0.1, 5)
     if op == "TRANSPOSE":
@@ -171,7 +171,7 @@ def test_requantizing_copy_is_left_to_numpy(device, op: str) -> None:
 
 def test_movement_ops_share_one_program(device) -> None:
     """Sizes and strides are kernel arguments: new shapes and ops build no new program."""
-    from teflon_py.opencl import programs
+    from teflon_py.opencl.runtime import programs
 
     check_model(transpose_model((2, 3, 4), (2, 0, 1)), "opencl")
     before = len(programs._memo)
@@ -215,7 +215,7 @@ def test_one_hot_bool_is_delegated(device) -> None:
 
 
 def test_unknown_activation_in_concatenation_is_rejected() -> None:
-    from teflon_py.opencl.lowering import check_op
+    from teflon_py.opencl.lowerings import check_op
 
     model = single_op("CONCATENATION", [{"shape": (2, 3), "dtype": np.float32}] * 2,
                       [{"shape": (2, 6), "dtype": np.float32}],

@@ -13,9 +13,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-import partitioner
 import teflon_py
-from teflon_py import ir, zoo
+from teflon_py import ir, partitioner, zoo
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
 from teflon_py.tflite.reader import read_model
@@ -34,7 +33,7 @@ SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
 
 @pytest.mark.parametrize("kind", ["int8", "uint8"])
 def test_registry_claims_every_quantized_op(kind: str) -> None:
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     missing = [op for op in QUANTIZED_OPS if op not in supported_ops(kind)]
     assert not missing, f"not lowered for {kind}: {missing}"
@@ -64,7 +63,7 @@ def _conv(g, x: int, name: str, oc: int, k: int, rng: np.random.Generator, out_q
 
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shuffle-based path of devices without VNNI: same integers (forced on this device)."""
-    from teflon_py.opencl import qkernels
+    from teflon_py.opencl.kernels import qspecs as qkernels
 
     real = qkernels.qconv_spec
 
@@ -164,9 +163,9 @@ def test_concatenation_requantize_table(device) -> None:
     import pyopencl as cl
 
     from teflon_py.fallback.registry import KERNELS, Node
-    from teflon_py.opencl import device as dev
-    from teflon_py.opencl import programs
-    from teflon_py.opencl.ops_qelementwise import concat_requantize_table, lut_spec
+    from teflon_py.opencl.lowerings.qelementwise import concat_requantize_table, lut_spec
+    from teflon_py.opencl.runtime import device as dev
+    from teflon_py.opencl.runtime import programs
 
     mb = ModelBuilder()
     g = mb.main
@@ -237,7 +236,7 @@ def test_uint8_concatenation_rescale_along_outer_and_inner_axes(device, axis: in
 
 def test_int8_concatenation_rescale_stays_refused() -> None:
     """LiteRT refuses int8 CONCATENATION across grids: the delegate does not claim it either."""
-    from teflon_py.opencl.lowering import check_op
+    from teflon_py.opencl.lowerings import check_op
 
     mb = ModelBuilder()
     g = mb.main

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import partitioner
 import teflon_py
+from teflon_py import partitioner
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -21,7 +21,7 @@ REDUCERS = ["SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"]
 
 
 def test_registry_lowers_the_reductions() -> None:
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     assert {"MEAN", "SOFTMAX", "LOG_SOFTMAX", "CUMSUM", *REDUCERS} <= supported_ops("float32")
     for kind in ("int32", "int64"):
@@ -112,7 +112,7 @@ def test_reductions_share_one_program(device) -> None:
     d = teflon_py.load_delegate("opencl")
     from teflon_py.opencl.compiled import Builder
     from teflon_py.opencl.fusion import FusionPlan
-    from teflon_py.opencl.lowering import lowering_for
+    from teflon_py.opencl.lowerings import lowering_for
 
     b = Builder(graph, range(len(graph.operations)), FusionPlan())
     for op in graph.operations:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from teflon_py import ir
 from teflon_py.errors import BackendError
-from teflon_py.opencl import memory, pocl_target
+from teflon_py.opencl import memory
 from teflon_py.opencl.memory import Lifetime
+from teflon_py.opencl.runtime import pocl_target
 
 pytest.importorskip("pyopencl")
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def dc():
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     try:
         return device.get_context()
@@ -36,7 +37,7 @@ def dc():
 # ---- device selection -------------------------------------------------------------------------
 
 def test_list_devices_describes_each_device(dc):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     found = device.list_devices()
     assert found
@@ -48,7 +49,7 @@ def test_list_devices_describes_each_device(dc):
 
 
 def test_default_prefers_gpu_then_cpu(dc, monkeypatch):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     monkeypatch.delenv(device.ENV, raising=False)
     kinds = [d["type"] for d in device.list_devices()]
@@ -57,7 +58,7 @@ def test_default_prefers_gpu_then_cpu(dc, monkeypatch):
 
 
 def test_spec_by_index_and_by_name(dc, monkeypatch):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     monkeypatch.delenv(device.ENV, raising=False)
     first = device.list_devices()[0]
@@ -67,7 +68,7 @@ def test_spec_by_index_and_by_name(dc, monkeypatch):
 
 
 def test_env_var_chooses_and_option_wins(dc, monkeypatch):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     first = device.list_devices()[0]
     monkeypatch.setenv(device.ENV, first["index"])
@@ -79,7 +80,7 @@ def test_env_var_chooses_and_option_wins(dc, monkeypatch):
 
 
 def test_unknown_index_lists_devices(dc):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     with pytest.raises(BackendError, match="available: 0:0"):
         device.select_device("9:9")
@@ -88,7 +89,7 @@ def test_unknown_index_lists_devices(dc):
 def test_no_platform_is_a_backend_error(monkeypatch):
     import pyopencl as cl
 
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     monkeypatch.setattr(cl, "get_platforms", list)
     with pytest.raises(BackendError, match="no OpenCL platform"):
@@ -103,7 +104,7 @@ def test_no_platform_is_a_backend_error(monkeypatch):
 
 
 def test_context_is_shared_and_queues_are_lazy(dc):
-    from teflon_py.opencl import device
+    from teflon_py.opencl.runtime import device
 
     assert device.get_context(dc.device) is dc
     assert dc.queue() is dc.queue()
@@ -124,7 +125,7 @@ def test_pocl_cpu_names_never_exceed_the_cpu():
 # ---- program cache ----------------------------------------------------------------------------
 
 def test_build_options_are_canonical():
-    from teflon_py.opencl.programs import build_options
+    from teflon_py.opencl.runtime.programs import build_options
 
     assert build_options({"N": 3, "ACT_MAX": 6.0, "ACT_MIN": 0.0, "FLAG": None}) == \
         "-DACT_MAX=6.0f -DACT_MIN=0.0f -DFLAG -DN=3"
@@ -133,7 +134,7 @@ def test_build_options_are_canonical():
 
 
 def test_sources_load_from_the_package():
-    from teflon_py.opencl.programs import load_source
+    from teflon_py.opencl.runtime.programs import load_source
 
     assert "__kernel void gemm" in load_source("gemm.cl")
     with pytest.raises(BackendError):
@@ -159,7 +160,7 @@ def _twice(dc, program, n=8):
 
 
 def test_corrupt_cache_entry_is_rebuilt(dc, tmp_path):
-    from teflon_py.opencl import programs
+    from teflon_py.opencl.runtime import programs
 
     source = f"// {uuid.uuid4()}\n{KERNEL}"
     cache = programs.ProgramCache(dc, tmp_path)
@@ -183,7 +184,7 @@ def test_corrupt_cache_entry_is_rebuilt(dc, tmp_path):
 
 
 def test_cache_key_covers_options_and_source(dc, tmp_path):
-    from teflon_py.opencl import programs
+    from teflon_py.opencl.runtime import programs
 
     cache = programs.ProgramCache(dc, tmp_path)
     keys = {cache.key(KERNEL, "-DSCALE=2.0f"), cache.key(KERNEL, "-DSCALE=3.0f"), cache.key(KERNEL + " ", "-DSCALE=2.0f")}
@@ -197,7 +198,9 @@ def test_cache_key_covers_options_and_source(dc, tmp_path):
 CHILD = textwrap.dedent("""
     import json, time
     import numpy as np
-    from teflon_py.opencl import device, kernels, programs
+    from teflon_py.opencl.runtime import device
+    from teflon_py.opencl.kernels import specs as kernels
+    from teflon_py.opencl.runtime import programs
     dc = device.get_context()
     cache = programs.program_cache(dc)
     t = time.perf_counter()
@@ -273,7 +276,9 @@ def test_arena_rejects_bad_input():
 
 def _conv_then_depthwise(dc, zero_copy):
     """conv2d -> (arena) -> depthwise, with the partition's input and output bound per run."""
-    from teflon_py.opencl import kernels, programs, runtime
+    from teflon_py.opencl.kernels import specs as kernels
+    from teflon_py.opencl.runtime import launch as runtime
+    from teflon_py.opencl.runtime import programs
 
     rng = np.random.default_rng(3)
     conv_w = rng.standard_normal((24, 3, 3, 5)).astype(np.float32)

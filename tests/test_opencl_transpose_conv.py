@@ -8,10 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-import partitioner
 import teflon_py
-from teflon_py import ir
-from teflon_py.opencl import ops_transpose_conv as tc
+from teflon_py import ir, partitioner
+from teflon_py.opencl.lowerings import transpose_conv as tc
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -25,7 +24,7 @@ SAME, VALID = ir.Padding.SAME, ir.Padding.VALID
 
 
 def test_registry_lowers_transpose_conv() -> None:
-    from teflon_py.opencl.lowering import supported_ops
+    from teflon_py.opencl.lowerings import supported_ops
 
     assert {"TRANSPOSE_CONV", tc.MEDIAPIPE} <= supported_ops("float32")
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partitioner import Partition, execution_plan, node_predecessors, partition, summary
 from teflon_py import ir
 from teflon_py.errors import ModelError
+from teflon_py.partitioner import Partition, execution_plan, node_predecessors, partition, summary
 
 Edges = list[tuple[int, int]]
 

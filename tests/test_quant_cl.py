@@ -22,7 +22,7 @@ def cl_run():
     """run(kernel, *int32 inputs, outputs=1) -> int32 output arrays, on the default device."""
     import pyopencl as cl
 
-    from teflon_py.opencl import device, programs
+    from teflon_py.opencl.runtime import device, programs
 
     try:
         dc = device.get_context()

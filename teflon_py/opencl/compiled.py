@@ -32,14 +32,14 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError
-from teflon_py.opencl import kernels
-from teflon_py.opencl.device import DeviceContext
 from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
-from teflon_py.opencl.kernels import UNBOUNDED, Clamp, KernelSpec, Pads
-from teflon_py.opencl.lowering import Ref, Scratch, lowering_for
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
+from teflon_py.opencl.lowerings import lowering_for
 from teflon_py.opencl.memory import Lifetime
-from teflon_py.opencl.programs import ProgramCache, is_template_program, merge_template_programs
-from teflon_py.opencl.runtime import (
+from teflon_py.opencl.registry import Ref, Scratch
+from teflon_py.opencl.runtime.device import DeviceContext
+from teflon_py.opencl.runtime.launch import (
     Arena,
     ArgUse,
     ExternalTensor,
@@ -49,6 +49,7 @@ from teflon_py.opencl.runtime import (
     constant_buffer,
     zeros_buffer,
 )
+from teflon_py.opencl.runtime.programs import ProgramCache, is_template_program, merge_template_programs
 
 
 def _cl() -> Any:
@@ -75,7 +76,7 @@ QUANTIZED_RESIDUAL_KINDS = ("int8",)
 
 def _quantized_residual_ok(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> bool:
     """Whether the int8 ADD ``add`` can fold into the int8 CONV_2D ``conv`` (``ops_qconv``)."""
-    from teflon_py.opencl import ops_qconv
+    from teflon_py.opencl.lowerings import qconv as ops_qconv
 
     return ops_qconv.residual_reason(graph, conv, add) is None
 
@@ -219,7 +220,7 @@ class Builder:
 def copy_spec(n: int, dtype: np.dtype | type = np.float32) -> KernelSpec:
     """A flat copy of ``n`` elements (an output that aliases an input or another output): a bit
     copy by element size (movement_plan's), right for every dtype."""
-    from teflon_py.opencl.movement_plan import flat_copy_spec
+    from teflon_py.opencl.kernels.movement_plan import flat_copy_spec
 
     return flat_copy_spec(n, dtype)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
-from teflon_py.opencl import lowering
+from teflon_py.opencl import lowerings as lowering
 
 OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision")
 PRECISIONS = ("fp32",)
@@ -52,7 +52,7 @@ class OpenCLDelegate(Delegate):
 
     def _device(self) -> tuple[Any, Any]:
         if self._dc is None:
-            from teflon_py.opencl import device, programs
+            from teflon_py.opencl.runtime import device, programs
 
             self._dc = device.get_context(spec=self.device_spec)
             self._cache = programs.program_cache(self._dc, self.cache_dir)

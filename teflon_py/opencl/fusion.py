@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import Clamp, Pads
+from teflon_py.opencl.kernels.specs import Clamp, Pads
 
 #: Standalone activations that are only a clamp.
 CLAMP_OPS: dict[str, Clamp] = {"RELU": (0.0, math.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}

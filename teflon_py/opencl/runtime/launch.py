@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from teflon_py.errors import BackendError
-from teflon_py.opencl.device import DeviceContext
 from teflon_py.opencl.memory import ArenaPlan, Lifetime, plan_arena
+from teflon_py.opencl.runtime.device import DeviceContext
 
 
 def _cl() -> Any:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from teflon_py import ir
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, activation_reason, lowering, options
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.registry import EmitContext, activation_reason, lowering, options
 from teflon_py.tflite.options import Pool2DOptions
 
 KERNELS = {"AVERAGE_POOL_2D": "avg_pool", "MAX_POOL_2D": "max_pool"}

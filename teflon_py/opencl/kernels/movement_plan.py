@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import KernelSpec
 
 FILES = ("movement.cl",)
 #: dtype name -> suffix of the kernels for its element size

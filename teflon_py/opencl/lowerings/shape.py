@@ -12,10 +12,8 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.fallback.movement import mirror_indices
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, Ref, options
-from teflon_py.opencl.movement_plan import (
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.movement_plan import (
     FILES,
     RANK,
     Copy,
@@ -33,13 +31,15 @@ from teflon_py.opencl.movement_plan import (
     shape_reason,
     suffix,
 )
-from teflon_py.opencl.ops_movement import (
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings.movement import (
     emit_table,
     launch,
     movement,
     moves_reason,
     table_checker,
 )
+from teflon_py.opencl.registry import EmitContext, Ref, options
 from teflon_py.tflite.options import ConcatenationOptions, MirrorPadOptions
 
 
@@ -87,7 +87,7 @@ def plan_concatenation(graph: ir.Graph, op: ir.Operation) -> Moves:
 def requantize_tables(graph: ir.Graph, op: ir.Operation) -> dict[int, np.ndarray]:
     """uint8 CONCATENATION: input number -> the 256-entry table moving it onto the output's grid
     (TFLite's ConcatenationWithScaling), for the inputs whose scale or zero point differ."""
-    from teflon_py.opencl.ops_qelementwise import concat_requantize_table
+    from teflon_py.opencl.lowerings.qelementwise import concat_requantize_table
 
     if graph.tensors[op.outputs[0]].dtype != np.uint8:
         return {}
@@ -127,8 +127,8 @@ def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
     """One strided copy per input into its slice of the output (a plain row copy per outer index);
     a uint8 input on another grid goes through its table first (``qlut`` into a scratch buffer, or
     on the host for a constant)."""
-    from teflon_py.opencl import qkernels
-    from teflon_py.opencl.ops_qelementwise import lut_spec
+    from teflon_py.opencl.kernels import qspecs as qkernels
+    from teflon_py.opencl.lowerings.qelementwise import lut_spec
 
     moves = plan_concatenation(ctx.graph, op)
     tables = requantize_tables(ctx.graph, op)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl import kernels
-from teflon_py.opencl.lowering import EmitContext, activation_reason, lowering, options
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.registry import EmitContext, activation_reason, lowering, options
 from teflon_py.tflite.options import BatchMatMulOptions, FullyConnectedOptions
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, lowering, op_kind, options
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.registry import EmitContext, lowering, op_kind, options
 from teflon_py.tflite.options import CumsumOptions, ReducerOptions, SoftmaxOptions
 
 FILES = ("common.cl", "reduce.cl")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from teflon_py.errors import BackendError
-from teflon_py.opencl.device import DeviceContext
+from teflon_py.opencl.runtime.device import DeviceContext
 
 ENV = "TEFLON_CACHE_DIR"
 _MAGIC = b"TFCLBIN1"
@@ -54,7 +54,7 @@ def default_cache_dir() -> Path:
 def load_source(name: str) -> str:
     """The text of ``cl_kernels/<name>`` (works from a wheel or a checkout)."""
     try:
-        return importlib.resources.files("cl_kernels").joinpath(name).read_text(encoding="utf-8")
+        return importlib.resources.files("teflon_py.cl_kernels").joinpath(name).read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise BackendError(f"OpenCL source {name!r} is missing from cl_kernels") from e
 
@@ -202,7 +202,7 @@ class ProgramCache:
             log = str(e)
             hint = ""
             if "unknown target CPU 'generic'" in log:
-                hint = (" (PoCL's LLVM does not know this CPU: import teflon_py.opencl.device before "
+                hint = (" (PoCL's LLVM does not know this CPU: import teflon_py.opencl.runtime.device before "
                         "anything else queries OpenCL platforms, or set TEFLON_POCL_CPU)")
             raise BackendError(f"building {label} with {options!r} failed{hint}:\n{log}") from e
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.fusion import intersect
-from teflon_py.opencl.lowering import EmitContext, lowering, options
-from teflon_py.opencl.ops_elementwise import broadcast_spec, check_binary, check_unary, flat_spec
+from teflon_py.opencl.lowerings.elementwise import broadcast_spec, check_binary, check_unary, flat_spec
+from teflon_py.opencl.registry import EmitContext, lowering, options
 from teflon_py.tflite.options import GeluOptions, LeakyReluOptions
 
 FILES = ("broadcast.cl", "math.cl")

@@ -16,9 +16,10 @@ from teflon_py import ir
 from teflon_py.errors import UnsupportedError
 from teflon_py.fallback import transpose_conv as fallback
 from teflon_py.fallback.registry import Node
-from teflon_py.opencl import kernels, packing
-from teflon_py.opencl.kernels import Clamp, KernelSpec
-from teflon_py.opencl.lowering import EmitContext, activation_reason, lowering, options
+from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
+from teflon_py.opencl.registry import EmitContext, activation_reason, lowering, options
 from teflon_py.tflite.options import TransposeConvOptions
 
 MEDIAPIPE = "Convolution2DTransposeBias"

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl import kernels
 from teflon_py.opencl.fusion import intersect
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, activation_reason, lowering
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.registry import EmitContext, activation_reason, lowering
 
 FILES = ("common.cl", "elementwise.cl")
 BINARY_KERNELS = {"ADD": "add", "SUB": "sub", "MUL": "mul"}

@@ -30,10 +30,17 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir, quant
-from teflon_py.opencl import packing
-from teflon_py.opencl.device import DeviceContext
-from teflon_py.opencl.programs import FileEntry, ProgramCache, template
-from teflon_py.opencl.runtime import ArgUse, ExternalTensor, Launch, LaunchList, constant_buffer, zeros_buffer
+from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.runtime.device import DeviceContext
+from teflon_py.opencl.runtime.launch import (
+    ArgUse,
+    ExternalTensor,
+    Launch,
+    LaunchList,
+    constant_buffer,
+    zeros_buffer,
+)
+from teflon_py.opencl.runtime.programs import FileEntry, ProgramCache, template
 
 #: (rows or pixels per work-item, 16-float vectors across N): the gemm and conv2d blockings, each
 #: a kernel of the one gemm (conv2d) program. ~24 accumulators of the 32 AVX-512 registers.

@@ -37,8 +37,6 @@ programs and creates the kernels once.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -47,7 +45,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.delegate import Verdict
-from teflon_py.opencl.kernels import Clamp, KernelSpec, Pads
+from teflon_py.opencl.kernels.specs import Clamp, KernelSpec, Pads
 
 
 class Scratch:
@@ -220,27 +218,8 @@ def activation_reason(activation: ir.Activation | int) -> str | None:
     return f"fused activation {name} not supported"
 
 
-def _load_op_modules() -> None:
-    """Import every ``teflon_py.opencl.ops_*`` module: their decorators fill LOWERINGS."""
-    import teflon_py.opencl as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("ops_"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
-
-
-_load_op_modules()
-
-
-
 def supported_ops(kind: str = "float32") -> frozenset[str]:
     """The op names the registry lowers for data operands of ``kind``."""
     return frozenset(name for name, kinds in LOWERINGS.items() if kind in kinds)
 
 
-def __getattr__(name: str) -> frozenset[str]:
-    """``SUPPORTED_OPS``: the op names lowered for float32 tensors, computed when asked so that an
-    ops module imported first (which imports this one mid-way) is counted too."""
-    if name == "SUPPORTED_OPS":
-        return supported_ops("float32")
-    raise AttributeError(name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from teflon_py import ir
 from teflon_py.fallback.constant_folding import is_folded
-from teflon_py.opencl.lowering import EmitContext, lowering
+from teflon_py.opencl.registry import EmitContext, lowering
 
 
 def check_folded(graph: ir.Graph, op: ir.Operation) -> str | None:

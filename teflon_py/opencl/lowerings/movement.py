@@ -27,9 +27,8 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.fallback.indexing import strided_slice_ranges
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.movement_plan import (
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.movement_plan import (
     FILES,
     KINDS,
     SUFFIX,
@@ -54,6 +53,7 @@ from teflon_py.opencl.movement_plan import (
     table_reason,
     table_spec,
 )
+from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.tflite.options import (
     DepthToSpaceOptions,
     GatherOptions,
@@ -66,7 +66,7 @@ from teflon_py.tflite.options import (
 )
 
 if TYPE_CHECKING:  # lowering imports every ops_* module: import it only once this one is defined
-    from teflon_py.opencl.lowering import EmitContext, Ref
+    from teflon_py.opencl.registry import EmitContext, Ref
 
 
 def launch(ctx: EmitContext, spec: KernelSpec, **bindings: Ref) -> None:
@@ -276,7 +276,7 @@ def movement(*ops: str, check: Callable[[ir.Graph, ir.Operation], str | None], p
     dtypes other operands may have, e.g. int32 positions)."""
 
     def wrap(fn: Callable[[EmitContext, ir.Operation], None]) -> Callable[[EmitContext, ir.Operation], None]:
-        from teflon_py.opencl.lowering import lowering
+        from teflon_py.opencl.registry import lowering
 
         for kind in kinds:
             lowering(*ops, kind=kind, dtypes=(kind, *extra), check=check, params=params, max_rank=None)(fn)

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, lowering
-from teflon_py.opencl.ops_elementwise import (
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings.elementwise import (
     broadcast_geometry_n,
     broadcast_reason,
     broadcast_spec,
     check_unary,
     flat_spec,
 )
+from teflon_py.opencl.registry import EmitContext, lowering
 
 FILES = ("broadcast.cl", "compare.cl")
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir, quant
-from teflon_py.opencl import kernels, packing
-from teflon_py.opencl.kernels import KernelSpec, Pads
+from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import KernelSpec, Pads
 
 #: Pixels per work-item for each number of 16-channel int32 vectors (the float kernels' budget).
 TILE_PIXELS = {4: 6, 3: 8, 2: 12, 1: 14}
@@ -249,15 +250,8 @@ def lowering_if_free(*ops: str, kind: str, **kw: object) -> Callable:
     Data-movement ops (RESHAPE, PAD, ...) may be claimed for 8-bit types by other modules too;
     those are imported first, so whichever loads in what order, each pair is registered once.
     """
-    import importlib
-    import pkgutil
+    from teflon_py.opencl import registry as lowering
 
-    import teflon_py.opencl as pkg
-    from teflon_py.opencl import lowering
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("ops_") and not info.name.startswith("ops_q"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
     free = tuple(op for op in ops if kind not in lowering.LOWERINGS.get(op, {}))
     if not free:
         return lambda fn: fn

@@ -15,10 +15,8 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.fallback.resize import float_axis, integer_axis, nearest_axis
-from teflon_py.opencl import kernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, options
-from teflon_py.opencl.movement_plan import (
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.movement_plan import (
     data_reason,
     dense_strides,
     dtype_name,
@@ -28,10 +26,12 @@ from teflon_py.opencl.movement_plan import (
     table_reason,
     table_spec,
 )
-from teflon_py.opencl.ops_movement import (
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings.movement import (
     launch,
     movement,
 )
+from teflon_py.opencl.registry import EmitContext, options
 from teflon_py.tflite.options import ResizeBilinearOptions, ResizeNearestNeighborOptions
 
 FILES = ("resize.cl",)

@@ -11,11 +11,12 @@ from teflon_py.errors import TeflonError
 from teflon_py.fallback import reduce as fallback_reduce
 from teflon_py.fallback import softmax as fallback_softmax
 from teflon_py.fallback.registry import Node
-from teflon_py.opencl import kernels, qkernels
-from teflon_py.opencl import ops_pool as float_pool
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, options
-from teflon_py.opencl.qkernels import flip
+from teflon_py.opencl.kernels import qspecs as qkernels
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.qspecs import flip
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings import pool as float_pool
+from teflon_py.opencl.registry import EmitContext, options
 from teflon_py.tflite.options import Pool2DOptions, ReducerOptions
 
 FILES = ("quant.cl", "qreduce.cl")

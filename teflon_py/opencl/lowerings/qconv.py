@@ -18,9 +18,10 @@ from teflon_py.errors import TeflonError
 from teflon_py.fallback import conv as fallback_conv
 from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import Node
-from teflon_py.opencl import kernels, qkernels
-from teflon_py.opencl.lowering import EmitContext, activation_reason, options
-from teflon_py.opencl.qkernels import ConvGeometry
+from teflon_py.opencl.kernels import qspecs as qkernels
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.qspecs import ConvGeometry
+from teflon_py.opencl.registry import EmitContext, activation_reason, options
 from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions
 
 KINDS = {"int8": ("int8", "int32"), "uint8": ("uint8", "int32")}
@@ -30,7 +31,7 @@ KINDS = {"int8": ("int8", "int32"), "uint8": ("uint8", "int32")}
 def fp64_reason(spec: str | None = None) -> str | None:
     """Why the OpenCL device (``TEFLON_CL_DEVICE`` or the default) cannot requantize in double."""
     try:
-        from teflon_py.opencl import device
+        from teflon_py.opencl.runtime import device
 
         dev = device.select_device(spec)
     except (ImportError, TeflonError):
@@ -154,7 +155,7 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
         return "grouped convolution"
     if conv.outputs[0] not in add.inputs[:2] or any(graph.tensors[t].dtype != np.int8 for t in add.inputs):
         return "the ADD does not read the conv's output alongside another int8 tensor"
-    from teflon_py.opencl import ops_qelementwise
+    from teflon_py.opencl.lowerings import qelementwise as ops_qelementwise
 
     reason = ops_qelementwise.check_binary(graph, add)
     if reason:

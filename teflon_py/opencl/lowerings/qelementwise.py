@@ -17,11 +17,12 @@ from teflon_py import ir, quant
 from teflon_py.errors import TeflonError
 from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import KERNELS, Node
-from teflon_py.opencl import kernels, qkernels
-from teflon_py.opencl.kernels import KernelSpec
-from teflon_py.opencl.lowering import EmitContext, activation_reason, options
-from teflon_py.opencl.ops_elementwise import broadcast_geometry
-from teflon_py.opencl.qkernels import codes, flip
+from teflon_py.opencl.kernels import qspecs as qkernels
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.qspecs import codes, flip
+from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings.elementwise import broadcast_geometry
+from teflon_py.opencl.registry import EmitContext, activation_reason, options
 from teflon_py.tflite.options import AddOptions, MulOptions, SubOptions
 
 FILES = ("quant.cl", "qelementwise.cl")

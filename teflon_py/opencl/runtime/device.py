@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from teflon_py.errors import BackendError
-from teflon_py.opencl import pocl_target
+from teflon_py.opencl.runtime import pocl_target
 
 ENV = "TEFLON_CL_DEVICE"
 

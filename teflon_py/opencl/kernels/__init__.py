@@ -1,0 +1,1 @@
+"""Host-side kernel specifications: -D macros, arguments, packed constants, launch geometry."""

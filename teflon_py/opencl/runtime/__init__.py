@@ -1,0 +1,1 @@
+"""The device side: choosing a device, building programs, enqueuing launches."""
