@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import teflon_py
 from teflon_py import ir, profile
-from teflon_py.tflite.builder import ModelBuilder, write_model
+from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
 
 
@@ -45,9 +45,9 @@ def one_op_model(graph: ir.Graph, op: ir.Operation) -> bytes:
         t = graph.tensors[o]
         remap[o] = g.add_tensor(t.name, t.shape, t.dtype, quantization=t.quantization)
         outs.append(remap[o])
-    g.add_op(op.opcode, [remap.get(i, ir.NO_TENSOR) for i in op.inputs], outs, op.options, version=op.version)
+    g.add_op(op.opcode, [remap.get(i, ir.NO_TENSOR) for i in op.inputs], outs, op.attrs, version=op.version)
     g.mark_outputs(*outs)
-    return write_model(mb.model())
+    return mb.build()
 
 
 def litert_ms(model: bytes, runs: int, threads: int) -> float:
@@ -103,7 +103,7 @@ def main() -> None:
         desc = f"{'x'.join(map(str, x[1:]))}->{'x'.join(map(str, w[1:]))}"
         if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             k = graph.tensors[op.inputs[1]].shape
-            desc += f" k{k[1]}s{op.options.stride_h}"
+            desc += f" k{k[1]}s{op.attrs.stride_h}"
         lite_us = litert_ms(one_op_model(graph, op), args.runs, args.threads) * 1e3
         our_us = statistics.median(ours[op.index]) if op.index in ours else 0.0
         tot_ours += our_us

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir, partitioner
-from teflon_py.delegate import CompiledPartition, Delegate
+from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
@@ -173,18 +173,18 @@ def _resource_ids(model: ir.Model) -> dict[tuple[str, str], int]:
     for graph in model.graphs:
         for op in graph.operations:
             if op.opcode == "VAR_HANDLE":
-                key = (getattr(op.options, "container", None) or "", getattr(op.options, "shared_name", None) or "")
+                key = (getattr(op.attrs, "container", None) or "", getattr(op.attrs, "shared_name", None) or "")
                 ids.setdefault(key, len(ids))
     return ids
 
 
 def _subgraph_references(op: ir.Operation) -> list[int]:
     """Subgraphs an op runs: its options' ``*_subgraph_index`` fields (WHILE, IF, CALL_ONCE, ...)."""
-    if op.options is None or not dataclasses.is_dataclass(op.options):
+    if op.attrs is None or not dataclasses.is_dataclass(op.attrs):
         return []
     return [
-        int(getattr(op.options, f.name)) for f in dataclasses.fields(op.options)
-        if f.name.endswith("_subgraph_index") and getattr(op.options, f.name) is not None
+        int(getattr(op.attrs, f.name)) for f in dataclasses.fields(op.attrs)
+        if f.name.endswith("_subgraph_index") and getattr(op.attrs, f.name) is not None
     ]
 
 
@@ -213,10 +213,15 @@ class GraphExecutor:
         owners: list[Delegate] = []
         for delegate in delegates:
             supported = set()
-            for op in self.graph.operations:
-                if op.index in claimed:
-                    continue
-                verdict = delegate.check(self.graph, op)
+            try:
+                verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
+                            if op.index not in claimed]
+            except BackendError as e:  # no usable device: nothing to check against
+                warnings.warn(f"{delegate.name} is unavailable, running on NumPy: {e}", RuntimeWarning,
+                              stacklevel=3)
+                verdicts = [(op, Verdict.no(f"device unavailable ({e})")) for op in self.graph.operations
+                            if op.index not in claimed]
+            for op, verdict in verdicts:
                 if verdict.supported:
                     supported.add(op.index)
                 else:

@@ -1,8 +1,8 @@
-"""Plain-data intermediate representation of a TFLite model.
+"""Plain-data intermediate representation of a model, whatever format it came from.
 
-Nothing downstream of ``teflon_py.tflite`` touches flatbuffer objects: the reader normalises
-every tensor (shape, dtype, quantization, constant data as a read-only NumPy view) and every
-operation (op name, inputs, outputs, typed options) once, here.
+Nothing downstream of a frontend touches its file format: the reader normalises every tensor
+(shape, dtype, quantization, constant data as a read-only NumPy view) and every operation (op
+name, inputs, outputs, the op layer's attributes) once, here.
 """
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ class Operation:
     opcode: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
-    options: Any = None  # frozen dataclass from teflon_py.tflite.options, or None
+    attrs: Any = None  # the op layer's frozen attributes record (teflon_py.ops)
     version: int = 1
     custom_code: str | None = None
     custom_options: bytes | None = None

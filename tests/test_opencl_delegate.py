@@ -129,19 +129,22 @@ def test_check_reasons_name_the_op_and_the_cause() -> None:
 
 
 def test_check_is_pure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """check() decides from the graph alone: no device, no context, no program."""
+    """check() decides from the graph and the chosen device's capabilities alone: no context, no
+    program, no buffer."""
     from teflon_py.opencl.runtime import device as dev
 
     def no_device(*a, **k):
         raise AssertionError("check() touched the device")
 
     monkeypatch.setattr(dev, "get_context", no_device)
-    monkeypatch.setattr(dev, "select_device", no_device)
     model = read_model(single_op("ADD", [{"shape": (3,), "dtype": F32}, {"shape": (3,), "dtype": F32}],
                                  [{"shape": (3,), "dtype": F32}], O.AddOptions()))
-    d = teflon_py.load_delegate("opencl", {"device": "no-such-device"})
+    d = teflon_py.load_delegate("opencl")
     assert d.check(model.main, model.main.operations[0])
     assert d.device_name is None
+    bogus = teflon_py.load_delegate("opencl", {"device": "no-such-device"})
+    with pytest.raises(teflon_py.BackendError, match="no OpenCL device matches 'no-such-device'"):
+        bogus.check(model.main, model.main.operations[0])
 
 
 def test_options_are_validated() -> None:
@@ -405,5 +408,5 @@ def test_missing_device_falls_back_to_numpy() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         it = check_model(model, "opencl", options={"device": "no-such-device"}, delegated=False)
-    assert any("failed to build" in str(w.message) for w in caught)
+    assert any("opencl is unavailable, running on NumPy: no OpenCL device matches" in str(w.message) for w in caught)
     assert [p.backend for p in it.placements()] == ["numpy"]

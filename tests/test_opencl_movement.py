@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import teflon_py
 from teflon_py import ir
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
@@ -165,7 +166,7 @@ def test_requantizing_copy_is_left_to_numpy(device, op: str) -> None:
                           [{"shape": (4, 3), "dtype": np.int8, "quant": q_out}],
                           O.ConcatenationOptions(axis=0))
     g = read_model(model).main
-    verdict = check_op(g, g.operations[0])
+    verdict = check_op(g, g.operations[0], teflon_py.load_delegate("opencl").caps)
     assert not verdict and "requantizing copy not supported" in verdict.reason
 
 
@@ -221,4 +222,4 @@ def test_unknown_activation_in_concatenation_is_rejected() -> None:
                       [{"shape": (2, 6), "dtype": np.float32}],
                       O.ConcatenationOptions(axis=1, fused_activation_function=ir.Activation.RELU))
     g = read_model(model).main
-    assert "fused activation" in check_op(g, g.operations[0]).reason
+    assert "fused activation" in check_op(g, g.operations[0], teflon_py.load_delegate("opencl").caps).reason

@@ -246,7 +246,7 @@ def test_int8_concatenation_rescale_stays_refused() -> None:
     g.add_op("CONCATENATION", [a, b], [y], O.ConcatenationOptions(axis=0))
     g.mark_outputs(y)
     graph = read_model(mb.build()).main
-    verdict = check_op(graph, graph.operations[0])
+    verdict = check_op(graph, graph.operations[0], teflon_py.load_delegate("opencl").caps)
     assert not verdict.supported and "requantizing copy" in verdict.reason
 
 

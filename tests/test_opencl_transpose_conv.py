@@ -138,9 +138,9 @@ def test_unclaimed_transpose_convs_say_why() -> None:
     op = graph.operations[0]
     d = teflon_py.load_delegate("opencl")
     assert d.check(graph, op)
-    tanh = dataclasses.replace(op, options=dataclasses.replace(op.options, fused_activation_function=ir.Activation.TANH))
+    tanh = dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, fused_activation_function=ir.Activation.TANH))
     assert "TANH" in d.check(graph, tanh).reason
-    no_strides = dataclasses.replace(op, options=O.TransposeConvOptions(padding=SAME))
+    no_strides = dataclasses.replace(op, attrs=O.TransposeConvOptions(padding=SAME))
     assert "strides" in d.check(graph, no_strides).reason
     w = np.ones((5, 4, 4, 3), F32)
     mediapipe = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (8, 8))).main

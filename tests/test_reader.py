@@ -77,8 +77,8 @@ def test_round_trip(external: bool) -> None:
         if a.data is not None:
             np.testing.assert_array_equal(a.data, b.data)
             assert a.data.dtype == b.dtype
-    assert [(o.opcode, o.inputs, o.outputs, o.options) for o in g.operations] == \
-        [(o.opcode, o.inputs, o.outputs, o.options) for o in w.operations]
+    assert [(o.opcode, o.inputs, o.outputs, o.attrs) for o in g.operations] == \
+        [(o.opcode, o.inputs, o.outputs, o.attrs) for o in w.operations]
     assert g.inputs == w.inputs and g.outputs == w.outputs
     assert got.signatures == want.signatures
     assert got.description == "reader test"

@@ -26,7 +26,7 @@ def _operands(node: Node, lhs: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray,
     for name, a in (("LHS", lhs), ("RHS", rhs)):
         if not 2 <= a.ndim <= 5:
             raise node.error(f"{name} has rank {a.ndim}; BATCH_MATMUL takes ranks 2 to 5")
-    opts = node.options
+    opts = node.attrs
     if opts is not None and opts.adj_x:
         lhs = np.swapaxes(lhs, -1, -2)
     if opts is not None and opts.adj_y:

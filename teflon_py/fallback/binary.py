@@ -41,7 +41,7 @@ def _check_nonzero(node: Node, divisor: np.ndarray, zero: int = 0) -> None:
 
 
 def _activation(node: Node) -> ir.Activation:
-    act = ir.Activation(int(getattr(node.options, "fused_activation_function", 0) or 0))
+    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))
     if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
         raise node.error(f"fused activation {act.name} is not supported")
     return act

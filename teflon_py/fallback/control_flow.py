@@ -51,7 +51,7 @@ def _present(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray
 @register("WHILE")
 def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     """Run the body subgraph on the loop values while the cond subgraph returns true."""
-    cond, body = node.options.cond_subgraph_index, node.options.body_subgraph_index
+    cond, body = node.attrs.cond_subgraph_index, node.attrs.body_subgraph_index
     n = len(inputs)
     if len(node.outputs) != n:
         raise node.error(f"{len(node.outputs)} outputs for {n} inputs (WHILE returns its loop values)")
@@ -71,7 +71,7 @@ def if_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     """Run the then or else subgraph on inputs[1:], chosen by the bool inputs[0]."""
     if not inputs:
         raise node.error("IF needs a condition input")
-    then, else_ = node.options.then_subgraph_index, node.options.else_subgraph_index
+    then, else_ = node.attrs.then_subgraph_index, node.attrs.else_subgraph_index
     for role, index in (("then", then), ("else", else_)):
         _check_arity(node, index, role, len(inputs) - 1, len(node.outputs))
     branch = then if _truth(node, inputs[0], "the condition") else else_
@@ -82,7 +82,7 @@ def if_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
 @register("CALL_ONCE")
 def call_once(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     """Run the init subgraph the first time any CALL_ONCE names it in this interpreter's life."""
-    index = node.options.init_subgraph_index
+    index = node.attrs.init_subgraph_index
     state = node.context.state
     if index in state.initialized:
         return []

@@ -78,7 +78,7 @@ class Window:
 
 def window(node: Node, in_h: int, in_w: int, kh: int, kw: int) -> Window:
     """The window of a CONV_2D / DEPTHWISE_CONV_2D node over an ``in_h`` x ``in_w`` input."""
-    opts = node.options
+    opts = node.attrs
     if opts is None:
         raise node.error("has no options (padding, strides)")
     sh, sw, dh, dw = opts.stride_h, opts.stride_w, opts.dilation_h_factor, opts.dilation_w_factor
@@ -185,7 +185,7 @@ def check_types(node: Node) -> np.dtype:
 
 def activation_bounds(node: Node) -> tuple[float, float] | tuple[int, int]:
     """The fused activation's clamp range in the output's domain (floats, or quantized integers)."""
-    act = ir.Activation(int(getattr(node.options, "fused_activation_function", 0) or 0))
+    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))
     if act not in _SUPPORTED_ACTIVATIONS:
         raise node.error(f"fused activation {act.name} is not supported")
     out = node.outputs[0]
@@ -365,7 +365,7 @@ def depthwise_conv_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.nda
     if oc % c:
         raise node.error(f"{oc} output channels are not a multiple of the {c} input channels")
     mult = oc // c
-    declared = node.options.depth_multiplier if node.options is not None else 0
+    declared = node.attrs.depth_multiplier if node.attrs is not None else 0
     if declared not in (0, mult):
         raise node.error(f"depth_multiplier {declared} does not match {c} -> {oc} channels")
     plan = memo_plan(node, inputs, lambda w_, b_: _depthwise_plan(node, w_, b_))

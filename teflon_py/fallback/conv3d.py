@@ -25,7 +25,7 @@ def _geometry(
     node: Node, spatial: tuple[int, ...], kernel: tuple[int, ...]
 ) -> list[tuple[int, int, int, int]]:
     """Per spatial axis (D, H, W): (stride, dilation, output size, padding before)."""
-    o = node.options
+    o = node.attrs
     if o is None:
         raise node.error("has no options (padding, strides, dilations)")
     strides = (o.stride_d, o.stride_h, o.stride_w)
@@ -80,7 +80,7 @@ def conv_3d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if bias is not None and bias.size != o:
         raise node.error(f"bias has {bias.size} values for {o} output channels")
     axes = _geometry(node, x.shape[1:4], (kd, kh, kw))
-    act = ir.Activation(int(node.options.fused_activation_function or 0))
+    act = ir.Activation(int(node.attrs.fused_activation_function or 0))
     if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
         raise node.error(f"fused activation {act.name} is not supported")
     acc = _im2col(x, (kd, kh, kw), axes) @ w.reshape(-1, o)

@@ -23,7 +23,7 @@ INTEGER = (np.dtype(np.int32), np.dtype(np.int64))
 
 def _activation(node: Node) -> ir.Activation:
     """The op's fused activation (NONE when the op has no options)."""
-    opts = node.options
+    opts = node.attrs
     return ir.Activation(int(getattr(opts, "fused_activation_function", 0) or 0))
 
 
@@ -89,7 +89,7 @@ def _add_sub_params(node: Node) -> dict:
 
 def _pot_int16(node: Node) -> bool:
     """Whether int16 ADD/SUB takes TFLite's power-of-two (LSTM) path rather than the general one."""
-    opts = node.options  # TFLite zero-initialises absent options: no options, general path
+    opts = node.attrs  # TFLite zero-initialises absent options: no options, general path
     if opts is None or not getattr(opts, "pot_scale_int16", False):
         return False
     tensors = (*node.inputs[:2], node.outputs[0])

@@ -43,7 +43,7 @@ def _fc_plan(node: Node, w: np.ndarray, b: np.ndarray | None) -> Plan:
 def fully_connected(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """FULLY_CONNECTED: ``rows @ weights.T + bias``, requantized and clamped."""
     x, w = inputs[0], inputs[1]
-    opts = node.options
+    opts = node.attrs
     if opts is not None and opts.weights_format != 0:
         raise node.error("shuffled (SHUFFLED4x16INT8) weights are not supported")
     if w.ndim != 2:

@@ -161,7 +161,7 @@ def strided_slice(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     x, begin, end, strides = inputs
     try:
         params = (int_list(v) for v in (begin, end, strides))
-        shape, axes = strided_slice_ranges(node.options, x.shape, *params)
+        shape, axes = strided_slice_ranges(node.attrs, x.shape, *params)
     except ValueError as e:
         raise node.error(str(e)) from None
     return dense(x.reshape(shape)[tuple(_as_index(a) for a in axes)])
@@ -177,13 +177,13 @@ def check_range(node: Node, idx: np.ndarray, limit: int, what: str) -> None:
 def gather(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """``input`` indexed by ``positions`` along ``axis``, the first ``batch_dims`` axes paired up."""
     x, idx = inputs
-    axis = normalize_axis(node, node.options.axis, x.ndim)
-    batch_dims = node.options.batch_dims
+    axis = normalize_axis(node, node.attrs.axis, x.ndim)
+    batch_dims = node.attrs.batch_dims
     if batch_dims < 0:
         batch_dims += idx.ndim
     if not 0 <= batch_dims <= min(axis, idx.ndim) or x.shape[:batch_dims] != idx.shape[:batch_dims]:
         raise node.error(
-            f"batch_dims {node.options.batch_dims} does not fit input {x.shape}, positions {idx.shape}"
+            f"batch_dims {node.attrs.batch_dims} does not fit input {x.shape}, positions {idx.shape}"
         )
     check_range(node, idx, x.shape[axis], "gather")
     out_shape = x.shape[:axis] + idx.shape[batch_dims:] + x.shape[axis + 1 :]
@@ -238,7 +238,7 @@ def one_hot(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     depth = int_list(depth)[0]
     if depth < 0:
         raise node.error(f"depth {depth} is negative")
-    axis = node.options.axis
+    axis = node.attrs.axis
     axis = normalize_axis(node, axis, indices.ndim + 1)
     hot = indices.astype(np.int32)[..., None] == np.arange(depth)  # LiteRT: static_cast<int>(index)
     dtype = node.outputs[0].dtype

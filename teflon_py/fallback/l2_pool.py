@@ -24,10 +24,10 @@ def l2_pool_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
         raise node.error(f"input must be 4-D NHWC, got shape {x.shape}")
     if x.dtype != np.float32 or node.outputs[0].dtype != np.float32:
         raise node.error(f"type {x.dtype} is not supported (LiteRT's L2_POOL_2D is float32 only)")
-    if node.options is None:
+    if node.attrs is None:
         raise node.error("has no options (padding, filter, strides)")
     g = pool_geometry(node, x.shape[1], x.shape[2])
-    lo, hi = quant.activation_range(node.options.fused_activation_function, np.dtype(np.float32))
+    lo, hi = quant.activation_range(node.attrs.fused_activation_function, np.dtype(np.float32))
     total = np.zeros((x.shape[0], g.out_h, g.out_w, x.shape[3]), np.float32)
     for tap in window_taps(x, g, 0.0):
         total += tap * tap

@@ -62,7 +62,7 @@ def split(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Split into ``num_splits`` equal parts; operands are (axis, input)."""
     axis, x = inputs
     axis = normalize_axis(node, int_list(axis)[0], x.ndim)
-    n = node.options.num_splits
+    n = node.attrs.num_splits
     if n <= 0 or x.shape[axis] % n:
         raise node.error(f"cannot split dimension {x.shape[axis]} into {n} equal parts")
     return [dense(p) for p in np.split(x, n, axis=axis)]
@@ -87,14 +87,14 @@ def split_v(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
 def pack(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Stack equally shaped inputs along a new axis."""
     rank = inputs[0].ndim + 1
-    return np.stack(list(inputs), axis=normalize_axis(node, node.options.axis, rank))
+    return np.stack(list(inputs), axis=normalize_axis(node, node.attrs.axis, rank))
 
 
 @register("UNPACK")
 def unpack(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Split along an axis into its slices, that axis removed."""
     x = inputs[0]
-    axis = normalize_axis(node, node.options.axis, x.ndim)
+    axis = normalize_axis(node, node.attrs.axis, x.ndim)
     return [dense(np.take(x, i, axis=axis)) for i in range(x.shape[axis])]
 
 
@@ -159,7 +159,7 @@ def mirror_indices(out_size: int, left: int, size: int, offset: int) -> np.ndarr
 def mirror_pad(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Pad by reflection: REFLECT (mode 0) excludes the edge, SYMMETRIC (mode 1) repeats it."""
     x, paddings = inputs
-    offset = 1 if node.options.mode == 0 else 0
+    offset = 1 if node.attrs.mode == 0 else 0
     out = x
     for axis, (left, right) in enumerate(pad_widths(node, paddings, x.ndim)):
         size = x.shape[axis]
@@ -173,7 +173,7 @@ def mirror_pad(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def depth_to_space(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """NHWC: move ``b*b`` channel blocks into ``b x b`` spatial tiles (depth index (ih*b+iw)*C+c)."""
     x = inputs[0]
-    b = node.options.block_size
+    b = node.attrs.block_size
     n, h, w, c = x.shape
     if b <= 0 or c % (b * b):
         raise node.error(f"depth {c} is not divisible by block_size^2 = {b * b}")
@@ -185,7 +185,7 @@ def depth_to_space(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def space_to_depth(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """NHWC: fold each ``b x b`` spatial tile into channels, the inverse of DEPTH_TO_SPACE."""
     x = inputs[0]
-    b = node.options.block_size
+    b = node.attrs.block_size
     n, h, w, c = x.shape
     if b <= 0 or h % b or w % b:
         raise node.error(f"spatial size {h}x{w} is not divisible by block_size {b}")

@@ -56,7 +56,7 @@ def l2_normalization(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndar
         raise node.error(f"input type {xt.dtype} differs from output type {dtype}")
     if not 1 <= x.ndim <= 4:
         raise node.error(f"input rank {x.ndim} is not supported (1 to 4)")
-    activation = getattr(node.options, "fused_activation_function", ir.Activation.NONE)
+    activation = getattr(node.attrs, "fused_activation_function", ir.Activation.NONE)
     if activation != ir.Activation.NONE:
         raise node.error(f"fused activation {ir.Activation(activation).name} is not supported (LiteRT takes NONE)")
     if dtype == np.float32:
@@ -90,7 +90,7 @@ def local_response_normalization(node: Node, inputs: Sequence[np.ndarray | None]
         raise node.error(f"type {node.inputs[0].dtype} is not supported (LiteRT takes float32)")
     if x.ndim != 4:
         raise node.error(f"input rank {x.ndim} is not supported (LiteRT takes 4-D)")
-    o = node.options
+    o = node.attrs
     accum = window_sums_of_squares(x, int(o.radius))
     base = np.float32(o.bias) + np.float32(o.alpha) * accum
     with np.errstate(divide="ignore", invalid="ignore"):  # powf's own infinities and NaNs

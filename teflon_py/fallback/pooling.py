@@ -44,7 +44,7 @@ def out_size(padding: ir.Padding, size: int, filter_size: int, stride: int) -> i
 
 def pool_geometry(node: Node, height: int, width: int) -> PoolGeometry:
     """TFLite's ComputePaddingHeightWidth for a pool's options, with its parameter checks."""
-    o = node.options
+    o = node.attrs
     fh, fw, sh, sw = o.filter_height, o.filter_width, o.stride_h, o.stride_w
     if min(fh, fw, sh, sw) <= 0:
         raise node.error(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
@@ -87,7 +87,7 @@ def _prepare(node: Node, x: np.ndarray) -> tuple[PoolGeometry, tuple[float, floa
         raise node.error(f"input type {xt.dtype} differs from output type {yt.dtype}")
     if yt.dtype != np.float32 and yt.dtype not in QUANTIZED:
         raise node.error(f"type {yt.dtype} is not supported")
-    act = node.options.fused_activation_function
+    act = node.attrs.fused_activation_function
     g = pool_geometry(node, x.shape[1], x.shape[2])
     if yt.dtype == np.float32:
         lo, hi = quant.activation_range(act, yt.dtype)

@@ -23,8 +23,8 @@ _OPTIONS_CLASS = {"LSTM": "LSTMOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "Unidir
 
 def op_options(node: Node) -> Any:
     """The recurrent op's options, or the schema defaults when the model stores none."""
-    if node.options is not None:
-        return node.options
+    if node.attrs is not None:
+        return node.attrs
     return options_mod.OPTIONS[_OPTIONS_CLASS[node.op.name]]()
 
 

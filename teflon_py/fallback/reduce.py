@@ -87,7 +87,7 @@ def mean(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     x, axis = inputs[0], inputs[1]
     dtype = _check(node, x)
     axes = resolve_axes(node, axis, x.ndim)
-    out_shape = reduced_shape(x.shape, axes, bool(node.options.keep_dims))
+    out_shape = reduced_shape(x.shape, axes, bool(node.attrs.keep_dims))
     if x.size == 0:  # LiteRT fills the output with T's quiet NaN (0 for integers)
         return np.full(out_shape, np.nan if dtype == np.float32 else 0, dtype)
     rows = rows_to_reduce(x, axes)
@@ -190,7 +190,7 @@ def reduce_generic(node: Node, x: np.ndarray, axis: np.ndarray, fold: Fold) -> n
     """reduce.cc's EvalType: ``fold`` each output's elements, in row-major order."""
     dtype = np.dtype(node.outputs[0].dtype)
     axes = resolve_axes(node, axis, x.ndim)
-    out_shape = reduced_shape(x.shape, axes, bool(node.options.keep_dims))
+    out_shape = reduced_shape(x.shape, axes, bool(node.attrs.keep_dims))
     if math.prod(x.shape[a] for a in axes) == 0 or x.size == 0:
         return np.full(out_shape, _neutral(fold, dtype), dtype)
     rows = rows_to_reduce(x, axes)
@@ -209,7 +209,7 @@ def sum_quantized(node: Node, x: np.ndarray, axis: np.ndarray) -> np.ndarray:
     requantized by the input/output scale ratio, plus the output zero point, saturated."""
     dtype = np.dtype(node.outputs[0].dtype)
     axes = resolve_axes(node, axis, x.ndim)  # no axes: each element requantized on its own
-    out_shape = reduced_shape(x.shape, axes, bool(node.options.keep_dims))
+    out_shape = reduced_shape(x.shape, axes, bool(node.attrs.keep_dims))
     if x.size == 0:  # outputs stay T() = 0
         return np.zeros(out_shape, dtype)
     rows = rows_to_reduce(x, axes)
@@ -285,7 +285,7 @@ def prod_quantized(node: Node, x: np.ndarray, axis: np.ndarray) -> np.ndarray:
     step vectorised over all outputs."""
     dtype = np.dtype(node.outputs[0].dtype)
     axes = resolve_axes(node, axis, x.ndim)
-    out_shape = reduced_shape(x.shape, axes, bool(node.options.keep_dims))
+    out_shape = reduced_shape(x.shape, axes, bool(node.attrs.keep_dims))
     if x.size == 0:  # LiteRT returns before writing the output
         return np.zeros(out_shape, dtype)
     rows = rows_to_reduce(x, axes).astype(np.int64) - node.inputs[0].zero_point

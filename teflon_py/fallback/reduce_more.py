@@ -75,7 +75,7 @@ def cumsum(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if x.ndim < 1:
         raise node.error("input must have at least one dimension")
     a = resolve_axis(node, axis, x.ndim)
-    options = node.options
+    options = node.attrs
     y = np.flip(x, a) if options.reverse else x
     sums = np.cumsum(y, axis=a, dtype=dtype)  # sequential, in the input type
     if options.exclusive and x.shape[a]:

@@ -35,8 +35,9 @@ class Node:
         return cls(op, graph, graph.input_tensors(op), graph.output_tensors(op), model)
 
     @property
-    def options(self) -> Any:
-        return self.op.options
+    def attrs(self) -> Any:
+        """The op layer's attributes of this node (``teflon_py.ops``)."""
+        return self.op.attrs
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per node (prepare-time work), then the cached value."""

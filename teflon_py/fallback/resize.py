@@ -42,7 +42,7 @@ def _prepare(node: Node, x: np.ndarray, size: np.ndarray) -> tuple[int, int, boo
     oh, ow = (int(v) for v in size.reshape(-1))
     if oh < 1 or ow < 1:
         raise node.error(f"output size {oh}x{ow} must be positive")
-    opts = node.options
+    opts = node.attrs
     align = bool(opts.align_corners) if opts is not None else False
     half = bool(opts.half_pixel_centers) if opts is not None else False
     return oh, ow, align, half

@@ -39,7 +39,7 @@ def _reshape_target(node: Node, inputs: Sequence[np.ndarray | None]) -> list[int
     if operand is not None and operand.dtype == np.int32 and len(operand.shape) == 1:
         values = inputs[1] if inputs[1] is not None else np.zeros(0, np.int32)  # an empty constant
         return [int(d) for d in values.reshape(-1)]
-    new_shape = getattr(node.options, "new_shape", None)
+    new_shape = getattr(node.attrs, "new_shape", None)
     if new_shape is not None:
         shape = [int(d) for d in new_shape]
         return [] if shape == [0] else shape  # legacy models write [0] for a scalar
@@ -59,7 +59,7 @@ def reshape(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
 def squeeze(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """Drop the listed size-1 dims (negative counts from the end), or every size-1 dim."""
     x = inputs[0]
-    dims = getattr(node.options, "squeeze_dims", None) or ()
+    dims = getattr(node.attrs, "squeeze_dims", None) or ()
     if not dims:
         return x.reshape([d for d in x.shape if d != 1])
     axes = sorted({d + x.ndim if d < 0 else d for d in dims})
@@ -88,13 +88,13 @@ def concatenation(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray
     """Join the inputs along ``axis`` (negative counts from the end)."""
     out = node.outputs[0]
     rank = inputs[0].ndim
-    axis = int(getattr(node.options, "axis", 0) or 0)
+    axis = int(getattr(node.attrs, "axis", 0) or 0)
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
         raise node.error(f"axis {axis} out of range for rank {rank}")
     if any(t.dtype != out.dtype for t in node.inputs):
         raise node.error("all inputs must have the output's type")
-    act = ir.Activation(int(getattr(node.options, "fused_activation_function", 0) or 0))
+    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))
     if out.dtype == np.uint8:
         parts = [_concat_rescale(node, x, t) for x, t in zip(inputs, node.inputs)]
     else:

@@ -38,7 +38,7 @@ def softmax_params(node: Node) -> tuple[int, int, int]:
     """(input multiplier, input left shift, diff_min) of the quantized reference softmax."""
     try:
         multiplier, left_shift = quant.preprocess_softmax_scaling(
-            float(np.float32(node.options.beta)), float(np.float32(node.inputs[0].scale)),
+            float(np.float32(node.attrs.beta)), float(np.float32(node.inputs[0].scale)),
             SCALED_DIFF_INTEGER_BITS)
     except ValueError as e:
         raise node.error(str(e)) from None
@@ -72,7 +72,7 @@ def softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if x.ndim < 1:
         raise node.error("input must have at least one dimension")
     if yt.dtype == np.float32 and xt.dtype == np.float32:
-        return softmax_float(x, node.options.beta)
+        return softmax_float(x, node.attrs.beta)
     if xt.dtype not in (np.int8, np.uint8) or yt.dtype != xt.dtype:
         raise node.error(f"{xt.dtype} input with {yt.dtype} output is not supported")
     if xt.quantization is None or yt.quantization is None:

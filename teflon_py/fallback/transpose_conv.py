@@ -113,7 +113,7 @@ def transpose_conv(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarra
     if n != x.shape[0] or oc != w.shape[0] or x.shape[3] != w.shape[3]:
         raise node.error(f"output shape {tuple(shape)} does not fit input {x.shape} and weights {w.shape}")
     dtype = _check_types(node)
-    opts = node.options
+    opts = node.attrs
     if opts is None:
         raise node.error("has no options (padding, strides)")
     sh, sw = opts.stride_h, opts.stride_w

@@ -125,7 +125,7 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
             w = writer.get(r)
             if w is not None and position[w] >= position[p]:
                 continue  # the other operand is not ready when the conv runs
-            act = getattr(add.options, "fused_activation_function", ir.Activation.NONE)
+            act = getattr(add.attrs, "fused_activation_function", ir.Activation.NONE)
             clamp = intersect(kernels.clamp_of(act), plan.clamp.get(i, UNBOUNDED))
             residuals[p] = Residual(r, clamp, i)
             plan.skip.add(i)
@@ -187,7 +187,9 @@ class Builder:
 
     def clamp(self, op: ir.Operation) -> Clamp:
         """The op's fused activation intersected with every activation folded into it."""
-        act = getattr(op.options, "fused_activation_function", ir.Activation.NONE)
+        act = getattr(op.attrs, "activation", None)
+        if act is None:  # an op not yet translated to the op layer (transitional)
+            act = getattr(op.attrs, "fused_activation_function", ir.Activation.NONE)
         return intersect(kernels.clamp_of(act), self.plan.clamp.get(op.index, UNBOUNDED))
 
     def pads(self, op: ir.Operation) -> Pads:
@@ -215,6 +217,49 @@ class Builder:
 
     def nbytes(self, tensor: int) -> int:
         return int(np.prod(self.shape(tensor), dtype=np.int64)) * self.graph.tensors[tensor].dtype.itemsize
+
+
+class OpEmitter:
+    """The ``registry.OpEmit`` one attrs-style emitter sees: ``Builder`` bound to its op."""
+
+    def __init__(self, builder: Builder, op: ir.Operation):
+        self.b = builder
+        self.op = op
+        self.graph = builder.graph
+
+    def shape(self, tensor: int) -> tuple[int, ...]:
+        return self.b.shape(tensor)
+
+    def constant(self, tensor: int) -> np.ndarray | None:
+        return self.b.constant(tensor)
+
+    def operand(self, k: int) -> int:
+        """Input ``k``'s graph tensor index as the model has it (``ir.NO_TENSOR`` if absent)."""
+        return self.op.inputs[k] if k < len(self.op.inputs) else ir.NO_TENSOR
+
+    def input(self, k: int = 0) -> int:
+        return self.b.input(self.op, k)
+
+    def output(self, k: int = 0) -> int:
+        return self.b.output(self.op, k)
+
+    def clamp(self) -> Clamp:
+        return self.b.clamp(self.op)
+
+    def pads(self) -> Pads:
+        return self.b.pads(self.op)
+
+    def residual(self) -> Residual | None:
+        return self.b.residual(self.op)
+
+    def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
+        self.b.launch(spec, **bindings)
+
+    def alias(self, dst: int, src: int) -> None:
+        self.b.alias(dst, src)
+
+    def scratch(self, nbytes: int) -> Scratch:
+        return self.b.scratch(nbytes)
 
 
 def copy_spec(n: int, dtype: np.dtype | type = np.float32) -> KernelSpec:
@@ -270,8 +315,12 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
             continue
         op = graph.operations[i]
         b.current = i
+        low = lowering_for(graph, op)
         try:
-            lowering_for(graph, op).emit(b, op)
+            if low.attrs_style:
+                low.emit(OpEmitter(b, op), op.attrs)
+            else:
+                low.emit(b, op)
         except (ValueError, KeyError, IndexError, TypeError) as e:  # check() let through what emit cannot do
             raise BackendError(f"lowering {op.describe()} failed: {type(e).__name__}: {e}",
                                partition=partition.index) from e

@@ -19,6 +19,7 @@ from typing import Any
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.opencl import lowerings as lowering
+from teflon_py.opencl.caps import Caps
 
 OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision")
 PRECISIONS = ("fp32",)
@@ -45,10 +46,21 @@ class OpenCLDelegate(Delegate):
         self.min_nodes = _int_option(options, "min_nodes", 1, minimum=1)
         self._dc: Any = None
         self._cache: Any = None
+        self._caps: Caps | None = None
 
     def check(self, graph: ir.Graph, op: ir.Operation) -> Verdict:
-        """Whether ``op`` lowers to OpenCL kernels; never touches the device."""
-        return lowering.check_op(graph, op)
+        """Whether ``op`` lowers to OpenCL kernels on this delegate's device (its capabilities
+        are read once; no context, program or buffer is made)."""
+        return lowering.check_op(graph, op, self.caps)
+
+    @property
+    def caps(self) -> Caps:
+        """The chosen device's capabilities (``device`` option, else ``TEFLON_CL_DEVICE``, ...)."""
+        if self._caps is None:
+            from teflon_py.opencl.runtime import device
+
+            self._caps = Caps.of(self._dc.device if self._dc is not None else device.select_device(self.device_spec))
+        return self._caps
 
     def _device(self) -> tuple[Any, Any]:
         if self._dc is None:

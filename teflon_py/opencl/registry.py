@@ -87,6 +87,58 @@ Emitter = Callable[[EmitContext, ir.Operation], None]
 
 
 @dataclass(frozen=True)
+class OpTensors:
+    """What a check sees of an op's operands: input tensors (None where an optional one is
+    absent) and output tensors, with shapes, dtypes, quantization and constant data."""
+
+    inputs: tuple[ir.Tensor | None, ...]
+    outputs: tuple[ir.Tensor, ...]
+
+    @classmethod
+    def of(cls, graph: ir.Graph, op: ir.Operation) -> OpTensors:
+        return cls(tuple(graph.input_tensors(op)), tuple(graph.output_tensors(op)))
+
+    def input(self, k: int) -> ir.Tensor | None:
+        return self.inputs[k] if k < len(self.inputs) else None
+
+
+class OpEmit(Protocol):
+    """What an attrs-style emitter sees: one op of the partition being lowered (implemented by
+    ``compiled.OpEmitter``). Tensors are graph indices; ``input``/``output`` honour fusion."""
+
+    graph: ir.Graph
+    op: ir.Operation
+
+    def shape(self, tensor: int) -> tuple[int, ...]: ...
+
+    def constant(self, tensor: int) -> np.ndarray | None: ...
+
+    def operand(self, k: int) -> int: ...
+
+    def input(self, k: int = 0) -> int: ...
+
+    def output(self, k: int = 0) -> int: ...
+
+    def clamp(self) -> Clamp: ...
+
+    def pads(self) -> Pads: ...
+
+    def residual(self) -> Any: ...
+
+    def launch(self, spec: KernelSpec, **bindings: Ref) -> None: ...
+
+    def alias(self, dst: int, src: int) -> None: ...
+
+    def scratch(self, nbytes: int) -> Scratch: ...
+
+
+#: check(attrs, tensors, caps) -> a reason, or None when supported
+AttrsChecker = Callable[[Any, OpTensors, Any], "str | None"]
+#: emit(ctx, attrs): declare the op's launches
+AttrsEmitter = Callable[[OpEmit, Any], None]
+
+
+@dataclass(frozen=True)
 class Lowering:
     """One op's support check and emitter, with the conditions the registry checks for it."""
 
@@ -100,6 +152,7 @@ class Lowering:
     max_rank: int | None = 4
     fuses_activation: bool = False
     folds_pad: bool = False
+    attrs_style: bool = False  # check(attrs, tensors, caps) and emit(ctx, attrs)
 
 
 #: op name -> kind (dtype name of its data operand: "float32", "int8", "uint8", "bool"...) -> Lowering
@@ -122,6 +175,26 @@ def lowering(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = 
             LOWERINGS.setdefault(name, {})[kind] = Lowering(
                 name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
                 fuses_activation, folds_pad)
+        return fn
+
+    return wrap
+
+
+def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
+             check: AttrsChecker | None = None, params: tuple[int, ...] = (),
+             constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
+             folds_pad: bool = False) -> Callable[[AttrsEmitter], AttrsEmitter]:
+    """Decorator: register ``emit(ctx, attrs)`` for ``ops`` on data operands of ``kind``, with
+    ``check(attrs, tensors, caps)`` (see the module docstring for the other arguments)."""
+
+    def wrap(fn: AttrsEmitter) -> AttrsEmitter:
+        allowed = frozenset(dtypes or (kind,))
+        for name in ops:
+            if kind in LOWERINGS.get(name, {}):
+                raise ValueError(f"OpenCL lowering for {name} ({kind}) registered twice")
+            LOWERINGS.setdefault(name, {})[kind] = Lowering(
+                name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
+                fuses_activation, folds_pad, attrs_style=True)
         return fn
 
     return wrap
@@ -183,8 +256,9 @@ def _tensor_reason(t: ir.Tensor, low: Lowering) -> str | None:
     return None
 
 
-def check_op(graph: ir.Graph, op: ir.Operation) -> Verdict:
-    """Can the OpenCL delegate run ``op``? Pure: reads shapes, types and constants only."""
+def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
+    """Can the OpenCL delegate run ``op`` on a device with ``caps``? Pure: reads attributes,
+    shapes, types and constants only."""
     if op.name not in LOWERINGS:
         return Verdict.no(f"{op.name}: not lowered for OpenCL yet")
     low = lowering_for(graph, op)
@@ -193,7 +267,10 @@ def check_op(graph: ir.Graph, op: ir.Operation) -> Verdict:
     reason = _common_reason(graph, op, low)
     if reason is None and low.check is not None:
         try:
-            reason = low.check(graph, op)
+            if low.attrs_style:
+                reason = low.check(op.attrs, OpTensors.of(graph, op), caps)
+            else:
+                reason = low.check(graph, op)
         except (ValueError, IndexError, TypeError, AttributeError) as e:  # a malformed op
             reason = f"cannot be lowered ({type(e).__name__}: {e})"
     return Verdict.no(f"{op.name}: {reason}") if reason else Verdict.ok()
@@ -201,7 +278,7 @@ def check_op(graph: ir.Graph, op: ir.Operation) -> Verdict:
 
 def options(op: ir.Operation, cls: type) -> Any:
     """The op's options, or the schema defaults when the model omits them."""
-    return op.options if op.options is not None else cls()
+    return op.attrs if op.attrs is not None else cls()
 
 
 FUSED_ACTIVATIONS = (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1)

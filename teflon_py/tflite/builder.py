@@ -6,7 +6,8 @@ after the flatbuffer with ``offset``/``size`` (schema 3c), as large converted mo
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import flatbuffers
@@ -14,6 +15,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.tflite import options as options_mod
+from teflon_py.tflite import translate
 from teflon_py.tflite.reader import FILE_IDENTIFIER
 from teflon_py.tflite.schema import fb
 
@@ -51,6 +53,8 @@ class GraphBuilder:
 
     def __init__(self, name: str = "main", index: int = 0):
         self.graph = ir.Graph([], [], (), (), name, index)
+        #: op index -> the TFLite options table to write, exactly as given (tests write invalid ones)
+        self.options: dict[int, Any] = {}
 
     def add_tensor(
         self,
@@ -107,15 +111,27 @@ class GraphBuilder:
         version: int = 1,
         intermediates: Iterable[int] = (),
     ) -> ir.Operation:
-        """Append an operation (``opcode`` is a builtin name, or ``"CUSTOM"``)."""
+        """Append an operation (``opcode`` is a builtin name, or ``"CUSTOM"``) with its TFLite
+        ``options`` table (a ``teflon_py.tflite.options`` dataclass), written as given."""
         if opcode not in vars(fb.BuiltinOperator):
             raise ValueError(f"unknown builtin operator {opcode!r}")
         op = ir.Operation(
-            len(self.graph.operations), opcode, tuple(inputs), tuple(outputs), options, version,
+            len(self.graph.operations), opcode, tuple(inputs), tuple(outputs), None, version,
             custom_code, custom_options, tuple(intermediates),
         )
+        self.options[op.index] = options
         self.graph.operations.append(op)
         return op
+
+    def parsed(self) -> ir.Graph:
+        """The graph as the reader would see it: every op's attributes translated from its options."""
+        ops = []
+        for op in self.graph.operations:
+            src = translate.Source(
+                op.opcode, op.name, self.options.get(op.index), op.custom_options, op.version,
+                tuple(self.graph.input_tensors(op)), tuple(self.graph.output_tensors(op)), op.describe())
+            ops.append(dataclasses.replace(op, attrs=translate.to_attrs(src)))
+        return dataclasses.replace(self.graph, operations=ops)
 
     def mark_outputs(self, *tensors: int) -> None:
         self.graph.outputs = self.graph.outputs + tuple(tensors)
@@ -139,10 +155,15 @@ class ModelBuilder:
         self.signatures.append(ir.Signature(key, graph, dict(inputs), dict(outputs)))
 
     def model(self) -> ir.Model:
-        return ir.Model([g.graph for g in self.graphs], list(self.signatures), self.description)
+        """The model as the reader would return it (attributes translated from the options)."""
+        return ir.Model([g.parsed() for g in self.graphs], list(self.signatures), self.description)
 
     def build(self, *, external_buffers: bool = False) -> bytes:
-        return write_model(self.model(), external_buffers=external_buffers)
+        """The ``.tflite`` bytes, with each operator's options table as ``add_op`` was given it."""
+        tables = {id(g.graph): g.options for g in self.graphs}
+        raw = ir.Model([g.graph for g in self.graphs], list(self.signatures), self.description)
+        return write_model(raw, external_buffers=external_buffers,
+                           options=lambda graph, op: tables[id(graph)].get(op.index))
 
 
 class _AlignedBufferT(fb.BufferT):
@@ -169,8 +190,12 @@ def _raw_bytes(t: ir.Tensor) -> np.ndarray:
     return np.frombuffer(np.ascontiguousarray(t.data).astype(t.dtype.newbyteorder("<")).tobytes(), np.uint8)
 
 
-def write_model(model: ir.Model, *, external_buffers: bool = False) -> bytes:
-    """Serialise ``model`` as a ``.tflite`` flatbuffer."""
+def write_model(model: ir.Model, *, external_buffers: bool = False,
+                options: Callable[[ir.Graph, ir.Operation], Any] | None = None) -> bytes:
+    """Serialise ``model`` as a ``.tflite`` flatbuffer. Each operator's options table comes from
+    its attributes (``translate.to_options``), or from ``options(graph, op)`` where given (the
+    ``ModelBuilder``, which writes the tables it was handed, valid or not)."""
+    options_of = options or (lambda g, op: translate.to_options(op, g))
     opcodes: dict[tuple[str, str | None, int], int] = {}
     buffers = [_AlignedBufferT()]
     payloads: list[tuple[_AlignedBufferT, np.ndarray]] = []
@@ -220,12 +245,13 @@ def write_model(model: ir.Model, *, external_buffers: bool = False) -> bytes:
             o.outputs = list(op.outputs)
             if op.intermediates:
                 o.intermediates = list(op.intermediates)
-            if op.options is not None:
-                code, second = options_mod.union_type_of(op.options)
+            opts = options_of(g, op)
+            if opts is not None:
+                code, second = options_mod.union_type_of(opts)
                 if second:
-                    o.builtinOptions2Type, o.builtinOptions2 = code, options_mod.encode(op.options)
+                    o.builtinOptions2Type, o.builtinOptions2 = code, options_mod.encode(opts)
                 else:
-                    o.builtinOptionsType, o.builtinOptions = code, options_mod.encode(op.options)
+                    o.builtinOptionsType, o.builtinOptions = code, options_mod.encode(opts)
             if op.custom_options is not None:
                 o.customOptions = np.frombuffer(op.custom_options, np.uint8)
             sg.operators.append(o)

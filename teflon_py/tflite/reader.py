@@ -17,6 +17,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.errors import ModelError
 from teflon_py.tflite import options as options_mod
+from teflon_py.tflite import translate
 from teflon_py.tflite.schema import fb
 
 FILE_IDENTIFIER = b"TFL3"
@@ -116,7 +117,7 @@ class _Reader:
         self.where = f"subgraph {g}"
         n = sg.TensorsLength()
         tensors = [self._tensor(sg.Tensors(t), g, t, buffers) for t in range(n)]
-        operations = [self._operation(sg.Operators(i), g, i, n, opcodes) for i in range(sg.OperatorsLength())]
+        operations = [self._operation(sg.Operators(i), g, i, tensors, opcodes) for i in range(sg.OperatorsLength())]
         inputs = self._indices(sg.InputsAsNumpy(), n, f"subgraph {g} inputs", optional=False)
         outputs = self._indices(sg.OutputsAsNumpy(), n, f"subgraph {g} outputs", optional=False)
         name = (sg.Name() or b"").decode("utf-8", "replace")
@@ -221,7 +222,8 @@ class _Reader:
         arr.flags.writeable = False
         return arr
 
-    def _operation(self, op: Any, g: int, index: int, ntensors: int, opcodes: list) -> ir.Operation:
+    def _operation(self, op: Any, g: int, index: int, tensors: list[ir.Tensor], opcodes: list) -> ir.Operation:
+        ntensors = len(tensors)
         self.where = f"subgraph {g} operator {index}"
         oi = op.OpcodeIndex()
         if not 0 <= oi < len(opcodes):
@@ -242,8 +244,13 @@ class _Reader:
             if start + size > self.size:
                 raise self.fail(f"{label}: custom options run past the end of the file")
             custom_options = bytes(self.data[start:start + size])
+        src = translate.Source(opname, custom if opname == "CUSTOM" and custom else opname, options,
+                               custom_options, version,
+                               tuple(None if i == ir.NO_TENSOR else tensors[i] for i in inputs),
+                               tuple(tensors[i] for i in outputs if i != ir.NO_TENSOR), label)
         return ir.Operation(
-            index, opname, inputs, outputs, options, version, custom, custom_options, intermediates
+            index, opname, inputs, outputs, translate.to_attrs(src), version, custom, custom_options,
+            intermediates,
         )
 
     def _signature(self, s: Any, i: int, graphs: list[ir.Graph]) -> ir.Signature:

@@ -70,7 +70,7 @@ def normalize_axis(axis: int, rank: int) -> int:
 
 def options(op: ir.Operation, cls: type) -> Any:
     """The op's options, or the schema defaults when the model omits them."""
-    return op.options if op.options is not None else cls()
+    return op.attrs if op.attrs is not None else cls()
 
 
 def data_reason(graph: ir.Graph, tensors: Sequence[int]) -> str | None:

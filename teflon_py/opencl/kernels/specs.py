@@ -41,6 +41,7 @@ from teflon_py.opencl.runtime.launch import (
     zeros_buffer,
 )
 from teflon_py.opencl.runtime.programs import FileEntry, ProgramCache, template
+from teflon_py.ops.common import FusedActivation
 
 #: (rows or pixels per work-item, 16-float vectors across N): the gemm and conv2d blockings, each
 #: a kernel of the one gemm (conv2d) program. ~24 accumulators of the 32 AVX-512 registers.
@@ -118,6 +119,9 @@ def clamp_of(activation: ir.Activation | int | Clamp) -> Clamp:
     """The (lo, hi) bounds of a fused activation (a range passes through)."""
     if isinstance(activation, tuple):
         return (float(activation[0]), float(activation[1]))
+    if isinstance(activation, FusedActivation):
+        lo, hi = activation.range(np.float32)
+        return (float(lo), float(hi))
     lo, hi = quant.activation_range(activation, np.dtype(np.float32))
     return (float(lo), float(hi))
 

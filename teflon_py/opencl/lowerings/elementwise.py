@@ -138,7 +138,7 @@ def unary_spec(kernel: str, n: int, clamp: kernels.Clamp) -> KernelSpec:
 
 def fused_activation(op: ir.Operation) -> ir.Activation | int:
     """The op's fused activation (NONE for ops whose options have none)."""
-    return getattr(op.options, "fused_activation_function", ir.Activation.NONE)
+    return getattr(op.attrs, "fused_activation_function", ir.Activation.NONE)
 
 
 def broadcast_reason(graph: ir.Graph, op: ir.Operation, count: int = 2) -> str | None:

@@ -1,0 +1,50 @@
+"""What a lowering's check may ask of the device: its capabilities, read once from the delegate's
+chosen device (never from a global default), so that one model can be checked against two
+devices and get two honest answers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Caps:
+    """One OpenCL device's capabilities, as the support checks see them."""
+
+    name: str = "unknown device"
+    device_type: str = "CPU"  # "GPU", "CPU", "ACCELERATOR" or "OTHER"
+    fp64: bool = True
+    fp16: bool = False
+    max_work_group_size: int = 4096
+    local_mem_size: int = 32768
+    image_support: bool = False
+    max_alloc: int = 1 << 31
+    extensions: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, dev: Any) -> Caps:
+        """The capabilities of a ``pyopencl.Device``."""
+        from teflon_py.opencl.runtime.device import device_kind
+
+        ext = frozenset(dev.extensions.split())
+        return cls(
+            name=dev.name.strip(),
+            device_type=device_kind(dev),
+            fp64="cl_khr_fp64" in ext and bool(dev.double_fp_config),
+            fp16="cl_khr_fp16" in ext,
+            max_work_group_size=int(dev.max_work_group_size),
+            local_mem_size=int(dev.local_mem_size),
+            image_support=bool(dev.image_support),
+            max_alloc=int(dev.max_mem_alloc_size),
+            extensions=ext,
+        )
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device_type == "CPU"
+
+    def fp64_reason(self) -> str | None:
+        """Why a double-precision kernel cannot run here, or None."""
+        if self.fp64:
+            return None
+        return f"the OpenCL device {self.name} has no cl_khr_fp64 (double requantization needs it)"

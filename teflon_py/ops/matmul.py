@@ -1,0 +1,2 @@
+"""The matmul family: attributes, rules and shape inference."""
+from __future__ import annotations

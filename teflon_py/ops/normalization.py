@@ -1,0 +1,2 @@
+"""The normalization family: attributes, rules and shape inference."""
+from __future__ import annotations

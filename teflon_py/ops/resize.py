@@ -1,0 +1,2 @@
+"""The resize family: attributes, rules and shape inference."""
+from __future__ import annotations
