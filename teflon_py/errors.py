@@ -1,6 +1,8 @@
 """The project's own exception types; each names the file, node or tensor at fault."""
 from __future__ import annotations
 
+import os
+
 
 class TeflonError(Exception):
     """Base class of every error teflon-py raises on purpose."""
@@ -25,3 +27,10 @@ class BackendError(TeflonError, RuntimeError):
     def __init__(self, message: str, *, partition: int | None = None):
         super().__init__(message)
         self.partition = partition
+
+
+def strict_mode() -> bool:
+    """``TEFLON_STRICT`` set (to anything but ``0``): a backend that fails to build or run a
+    partition, or cannot be used at all, raises instead of falling back to NumPy (the test suite
+    and CI set it, so that a bug fails a test instead of hiding in a fallback)."""
+    return os.environ.get("TEFLON_STRICT", "0") not in ("", "0")

@@ -29,7 +29,7 @@ import numpy as np
 
 from teflon_py import ir, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
-from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError
+from teflon_py.errors import BackendError, ModelError, UnsupportedError, strict_mode
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
 
@@ -217,6 +217,8 @@ class GraphExecutor:
                 verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
                             if op.index not in claimed]
             except BackendError as e:  # no usable device: nothing to check against
+                if strict_mode():
+                    raise
                 warnings.warn(f"{delegate.name} is unavailable, running on NumPy: {e}", RuntimeWarning,
                               stacklevel=3)
                 verdicts = [(op, Verdict.no(f"device unavailable ({e})")) for op in self.graph.operations
@@ -259,7 +261,9 @@ class GraphExecutor:
         step = _PartitionStep(p, delegate, None)
         try:
             step.compiled = delegate.compile(self.graph, p)
-        except (BackendError, TeflonError) as e:
+        except (BackendError, UnsupportedError) as e:
+            if strict_mode():
+                raise
             self._partition_fallback(step, f"failed to build ({e})")
             warnings.warn(
                 f"{delegate.name} partition {p.index} ({len(p.nodes)} nodes) failed to build, "
@@ -321,7 +325,9 @@ class GraphExecutor:
             try:
                 inputs = [self.values[i] for i in step.compiled.inputs]
                 outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
-            except (BackendError, TeflonError) as e:
+            except (BackendError, UnsupportedError) as e:
+                if strict_mode():
+                    raise
                 self._partition_fallback(step, f"failed to run ({e})")
                 warnings.warn(
                     f"{step.delegate.name} partition {step.partition.index} failed to run, "

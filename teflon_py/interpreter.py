@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir
+from teflon_py import ir, ops
 from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError, UnsupportedError
 from teflon_py.executor import GraphExecutor, ModelState, Placement, RunObserver
@@ -164,11 +164,43 @@ class Interpreter:
         return dataclasses.replace(self._model, graphs=graphs)
 
     def _propagate_shapes(self, state: _Subgraph) -> ir.Graph:
-        """The subgraph with every tensor's shape for the resized inputs: one NumPy run on zeros."""
+        """The subgraph with every tensor's shape for the resized inputs, from the op layer's
+        inference (``teflon_py.ops``), op by op in execution order. An output whose shape depends
+        on data (``Meta.shape`` None), and everything computed from it, is marked dynamic (-1 in
+        every dimension): the NumPy fallback settles it at invoke, and no delegate claims it."""
         tensors = list(state.base.tensors)
         for i, shape in state.input_shapes.items():
             tensors[i] = dataclasses.replace(tensors[i], shape=shape)
-        graph = dataclasses.replace(state.base, tensors=tensors)
+        graph = dataclasses.replace(state.base, tensors=tensors)  # ``tensors`` is updated in place
+        if any(ops.OPS.get(op.name) is None or ops.OPS[op.name].infer is None for op in graph.operations):
+            return self._probe_shapes(state, graph)
+        dynamic: set[int] = set()
+        for op in graph.operations:
+            outs = [i for i in op.outputs if i != ir.NO_TENSOR]
+            if any(i in dynamic for i in op.inputs):
+                metas = [ops.Meta(None, tensors[i].dtype) for i in outs]
+            else:
+                try:
+                    metas = ops.infer(graph, op)
+                except TeflonError as e:
+                    raise ResizeError(f"cannot resize {self._resized(state, graph)}: {e}") from e
+            for i, meta in zip(outs, metas):
+                t = tensors[i]
+                if meta.shape is None:
+                    dynamic.add(i)
+                    tensors[i] = dataclasses.replace(t, shape=(-1,) * len(t.shape))
+                elif not t.is_constant and tuple(meta.shape) != t.shape:
+                    tensors[i] = dataclasses.replace(t, shape=tuple(meta.shape))
+        return graph
+
+    @staticmethod
+    def _resized(state: _Subgraph, graph: ir.Graph) -> str:
+        return ", ".join(f"{graph.tensors[i].describe()} to {list(s)}" for i, s in state.input_shapes.items())
+
+    def _probe_shapes(self, state: _Subgraph, graph: ir.Graph) -> ir.Graph:
+        """Shapes learnt by one NumPy run on zeros: only for graphs with an op the op layer cannot
+        infer yet (transitional)."""
+        tensors = graph.tensors
         probe = GraphExecutor(self._model_with(graph), graph, (), self._model_state.fork())  # no side effects
         _initialise(probe, graph)
         try:
@@ -178,8 +210,8 @@ class Interpreter:
         except UnsupportedError:
             raise
         except Exception as e:  # any kernel failure means these shapes do not fit
-            resized = ", ".join(f"{graph.tensors[i].describe()} to {list(s)}" for i, s in state.input_shapes.items())
-            raise ResizeError(f"cannot resize {resized}: the graph fails on that shape: {type(e).__name__}: {e}") from e
+            raise ResizeError(f"cannot resize {self._resized(state, graph)}: the graph fails on that shape: "
+                              f"{type(e).__name__}: {e}") from e
         finally:
             probe.close()
             probe.state.close()
@@ -187,7 +219,7 @@ class Interpreter:
             t = tensors[i]
             if value is not None and not t.is_constant and tuple(value.shape) != t.shape:
                 tensors[i] = dataclasses.replace(t, shape=tuple(value.shape))
-        return dataclasses.replace(graph, tensors=tensors)
+        return graph
 
     def resize_tensor_input(self, input_index: int, tensor_size: Any, strict: bool = False) -> None:
         """Give an input a new shape; ``allocate_tensors`` then recomputes every tensor's shape.

@@ -1,9 +1,12 @@
-"""Shared fixtures: the backends every conformance test runs on."""
+"""Shared fixtures: the backends every conformance test runs on; strict mode for every test."""
 from __future__ import annotations
 
 import os
 
 import pytest
+
+#: Bugs fail tests instead of hiding in a NumPy fallback; tests of the fallback itself set it to 0.
+os.environ.setdefault("TEFLON_STRICT", "1")
 
 
 def _default_backends() -> list[str]:
@@ -41,3 +44,9 @@ def device() -> None:
     from teflon_py.opencl.runtime import device as dev
 
     dev.get_context()
+
+
+@pytest.fixture
+def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_STRICT=0 for tests of the fallback itself (a failing backend falls back to NumPy)."""
+    monkeypatch.setenv("TEFLON_STRICT", "0")

@@ -78,7 +78,7 @@ def test_delegate_runs_an_op_the_fallback_lacks() -> None:
     np.testing.assert_array_equal(run(it, X), X * 3)
 
 
-def test_run_failure_without_fallback_names_node_and_op() -> None:
+def test_run_failure_without_fallback_names_node_and_op(lenient) -> None:
     """A partition that fails at run time and has no NumPy kernel is an UnsupportedError naming the
     node, the op and the run failure."""
     it = teflon_py.Interpreter(model_content=device_op_model(),
@@ -90,13 +90,27 @@ def test_run_failure_without_fallback_names_node_and_op() -> None:
     assert info.value.node == 0 and info.value.op == DEVICE_OP
 
 
-def test_build_failure_without_fallback_fails_at_allocate() -> None:
+def test_build_failure_without_fallback_fails_at_allocate(lenient) -> None:
     it = teflon_py.Interpreter(model_content=device_op_model(),
                                experimental_delegates=[DeviceOnlyDelegate(fail="build")])
     with pytest.raises(UnsupportedError, match=rf"failed to build \(test build failure\).*node 0 \({DEVICE_OP}\)"
                        r".*no NumPy fallback") as info:
         it.allocate_tensors()
     assert info.value.node == 0 and info.value.op == DEVICE_OP
+
+
+def test_strict_mode_raises_backend_failures_instead_of_falling_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_STRICT=1: a partition that fails to build or run raises the backend's own error."""
+    monkeypatch.setenv("TEFLON_STRICT", "1")
+    it = teflon_py.Interpreter(model_content=device_op_model(),
+                               experimental_delegates=[DeviceOnlyDelegate(fail="build")])
+    with pytest.raises(BackendError, match="test build failure"):
+        it.allocate_tensors()
+    it = teflon_py.Interpreter(model_content=device_op_model(),
+                               experimental_delegates=[DeviceOnlyDelegate(fail="run")])
+    it.allocate_tensors()
+    with pytest.raises(BackendError, match="test run failure"):
+        run(it, X)
 
 
 def test_unclaimed_unknown_op_still_fails_at_allocate() -> None:
@@ -130,7 +144,7 @@ def test_observer_sees_nodes_and_partitions() -> None:
     assert all(0 < r.start_ns <= r.end_ns for r in seen.records)
 
 
-def test_observer_sees_fallback_nodes_of_a_failed_partition() -> None:
+def test_observer_sees_fallback_nodes_of_a_failed_partition(lenient) -> None:
     """After a run failure the partition's nodes run on NumPy (kernels built then), one record each."""
     class Flaky(EchoDelegate):
         def compile(self, graph: ir.Graph, partition: Any) -> CompiledPartition:

@@ -31,7 +31,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
-from teflon_py.errors import BackendError
+from teflon_py.errors import BackendError, UnsupportedError
 from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
@@ -321,9 +321,8 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
                 low.emit(OpEmitter(b, op), op.attrs)
             else:
                 low.emit(b, op)
-        except (ValueError, KeyError, IndexError, TypeError) as e:  # check() let through what emit cannot do
-            raise BackendError(f"lowering {op.describe()} failed: {type(e).__name__}: {e}",
-                               partition=partition.index) from e
+        except UnsupportedError as e:  # check() let through what emit refuses
+            raise BackendError(f"lowering {op.describe()} failed: {e}", partition=partition.index) from e
     try:
         return _assemble(dc, cache, b, partition)
     except _cl().Error as e:

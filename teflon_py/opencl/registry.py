@@ -45,6 +45,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.delegate import Verdict
+from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec, Pads
 
 
@@ -271,8 +272,8 @@ def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
                 reason = low.check(op.attrs, OpTensors.of(graph, op), caps)
             else:
                 reason = low.check(graph, op)
-        except (ValueError, IndexError, TypeError, AttributeError) as e:  # a malformed op
-            reason = f"cannot be lowered ({type(e).__name__}: {e})"
+        except UnsupportedError as e:  # a shared rule that refuses: its message is the reason
+            reason = str(e)
     return Verdict.no(f"{op.name}: {reason}") if reason else Verdict.ok()
 
 
