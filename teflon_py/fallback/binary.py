@@ -20,7 +20,6 @@ from teflon_py.errors import TeflonError
 from teflon_py.fallback.registry import Node, register
 from teflon_py.fallback.unary import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8, clamp, qparams
 from teflon_py.ops.common import FusedActivation
-from teflon_py.ops.elementwise import activation_reason
 
 F32 = np.float32
 
@@ -44,9 +43,8 @@ def _check_nonzero(node: Node, divisor: np.ndarray, zero: int = 0) -> None:
 
 def _activation(node: Node) -> FusedActivation:
     act = node.attrs.activation
-    reason = activation_reason(act)
-    if reason:
-        raise node.error(reason.replace(" not supported", " is not supported"))
+    if not act.is_clamp:
+        raise node.error(f"fused activation {act.kind.name} is not supported")
     return act
 
 

@@ -15,7 +15,6 @@ import numpy as np
 from teflon_py import ir, quant
 from teflon_py.fallback.registry import Node, register
 from teflon_py.ops.common import Act, FusedActivation
-from teflon_py.ops.elementwise import activation_reason
 
 #: Quantized storage types of the general (rescaling) integer path.
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
@@ -40,9 +39,8 @@ def _check_types(node: Node) -> np.dtype:
 def apply_activation(node: Node, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Clamp a float or plain-integer result to the fused activation's range, in ``dtype``."""
     act = _activation(node)
-    reason = activation_reason(act)
-    if reason:
-        raise node.error(reason.replace(" not supported", " is not supported"))
+    if not act.is_clamp:
+        raise node.error(f"fused activation {act.kind.name} is not supported")
     if act.kind == Act.NONE:
         return x.astype(dtype, copy=False)
     lo, hi = act.range(np.float32)
