@@ -22,7 +22,7 @@ from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import codes, flip
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.lowerings.elementwise import broadcast_geometry
+from teflon_py.opencl.lowerings.elementwise import broadcast_geometry, check_unary
 from teflon_py.opencl.lowerings.elementwise import check_binary as check_float_binary
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops.elementwise import BinaryAttrs
@@ -134,12 +134,10 @@ def lut_table(name: str, attrs: object, tensors: OpTensors) -> np.ndarray:
 
 
 def lut_reason(name: str, attrs: object, tensors: OpTensors) -> str | None:
+    """The float check (output shaped as the input), then the table's preparation."""
     if len(tensors.inputs) != 1:
         return "needs exactly one operand"
-    x, y = tensors.inputs[0], tensors.outputs[0]
-    if tuple(x.shape) != tuple(y.shape):
-        return f"output shape {list(y.shape)} differs from the input's {list(x.shape)}"
-    return _prepared(lambda: lut_table(name, attrs, tensors))
+    return check_unary(attrs, tensors, None) or _prepared(lambda: lut_table(name, attrs, tensors))
 
 
 def _lut_check(name: str) -> Callable[[object, OpTensors, object], str | None]:
@@ -205,12 +203,10 @@ def _quantization_reason(t: ir.Tensor) -> str | None:
 
 
 def check_quantize_float(attrs: object, tensors: OpTensors, caps: object) -> str | None:
-    x, y = tensors.inputs[0], tensors.outputs[0]
+    y = tensors.outputs[0]
     if y.dtype not in (np.int8, np.uint8):
         return f"float32 to {y.dtype} not lowered (int8 and uint8 are)"
-    if tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    return _quantization_reason(y)
+    return check_unary(attrs, tensors, None) or _quantization_reason(y)
 
 
 def quantize_float(ctx: OpEmit, attrs: object) -> None:
@@ -231,9 +227,7 @@ def check_dequantize(attrs: object, tensors: OpTensors, caps: object) -> str | N
     x, y = tensors.inputs[0], tensors.outputs[0]
     if y.dtype != np.float32:
         return f"output type {y.dtype} not supported"
-    if tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    return _quantization_reason(x)
+    return check_unary(attrs, tensors, None) or _quantization_reason(x)
 
 
 def dequantize(ctx: OpEmit, attrs: object) -> None:
