@@ -20,6 +20,7 @@ from teflon_py.errors import TeflonError
 from teflon_py.fallback.registry import Node, register
 from teflon_py.fallback.unary import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8, clamp, qparams
 from teflon_py.ops.common import FusedActivation
+from teflon_py.ops.elementwise import select_layout
 
 F32 = np.float32
 
@@ -230,13 +231,12 @@ def _select(node: Node, inputs: Sequence[np.ndarray | None], v2: bool) -> np.nda
     out_shape = node.outputs[0].shape
     if cond.size == 1 and x.size == 1 and y.size == 1 and int(np.prod(out_shape)) == 1:
         return np.where(cond, x, y).reshape(out_shape)  # TFLite keeps the declared scalar-like shape
-    if not v2 and cond.shape != x.shape:
-        if x.shape != y.shape or cond.ndim > 1 or (cond.ndim == 1 and cond.shape[0] != x.shape[0]):
-            raise node.error(f"condition {cond.shape} must match x {x.shape}, be a scalar, or match its first axis")
-        cond = cond.reshape(cond.shape + (1,) * (x.ndim - cond.ndim))  # rank 1 selects whole rows
-    if not v2 and x.shape != y.shape:
-        raise node.error(f"x {x.shape} and y {y.shape} must have one shape (SELECT does not broadcast them)")
-    return np.where(cond, x, y)
+    if v2:
+        return np.where(cond, x, y)
+    layout = select_layout("SELECT", cond.shape, x.shape, y.shape, None)  # rank-1 cond selects whole rows
+    if isinstance(layout, str):
+        raise node.error(layout)
+    return np.where(cond.reshape(layout[0][0]), x, y)
 
 
 @register("SELECT")
