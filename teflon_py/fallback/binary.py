@@ -15,10 +15,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from teflon_py import ir, quant
+from teflon_py import quant
 from teflon_py.errors import TeflonError
 from teflon_py.fallback.registry import Node, register
 from teflon_py.fallback.unary import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8, clamp, qparams
+from teflon_py.ops.common import FusedActivation
+from teflon_py.ops.elementwise import select_layout
 
 F32 = np.float32
 
@@ -40,10 +42,10 @@ def _check_nonzero(node: Node, divisor: np.ndarray, zero: int = 0) -> None:
         raise TeflonError(f"{node.op.describe()}: division by zero")
 
 
-def _activation(node: Node) -> ir.Activation:
-    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))
-    if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
-        raise node.error(f"fused activation {act.name} is not supported")
+def _activation(node: Node) -> FusedActivation:
+    act = node.attrs.activation
+    if not act.is_clamp:
+        raise node.error(f"fused activation {act.kind.name} is not supported")
     return act
 
 
@@ -52,11 +54,8 @@ def clamp_activation(node: Node, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     the bounds are the type's lowest and max, so float infinities become +-FLT_MAX (NaN stays)."""
     act = _activation(node)
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    lo, hi = {
-        ir.Activation.RELU: (0, info.max),
-        ir.Activation.RELU6: (0, 6),
-        ir.Activation.RELU_N1_TO_1: (-1, 1),
-    }.get(act, (info.min, info.max))
+    lo = info.min if act.lo == -np.inf else act.lo
+    hi = info.max if act.hi == np.inf else act.hi
     return np.minimum(np.maximum(x, dtype.type(lo)), dtype.type(hi)).astype(dtype)
 
 
@@ -68,7 +67,7 @@ def _div_params(node: Node) -> tuple[int, int, int, int, int, int, int]:
     s2, z2 = qparams(node, node.inputs[1])
     so, zo = qparams(node, node.outputs[0])
     m, e = quant.quantize_multiplier(float(s1 / (s2 * so)))  # float32 maths, then widened
-    lo, hi = quant.activation_range(_activation(node), node.outputs[0].dtype, float(so), zo)
+    lo, hi = _activation(node).range(node.outputs[0].dtype, float(so), zo)
     return z1, z2, zo, int(m), int(e), lo, hi
 
 
@@ -232,13 +231,12 @@ def _select(node: Node, inputs: Sequence[np.ndarray | None], v2: bool) -> np.nda
     out_shape = node.outputs[0].shape
     if cond.size == 1 and x.size == 1 and y.size == 1 and int(np.prod(out_shape)) == 1:
         return np.where(cond, x, y).reshape(out_shape)  # TFLite keeps the declared scalar-like shape
-    if not v2 and cond.shape != x.shape:
-        if x.shape != y.shape or cond.ndim > 1 or (cond.ndim == 1 and cond.shape[0] != x.shape[0]):
-            raise node.error(f"condition {cond.shape} must match x {x.shape}, be a scalar, or match its first axis")
-        cond = cond.reshape(cond.shape + (1,) * (x.ndim - cond.ndim))  # rank 1 selects whole rows
-    if not v2 and x.shape != y.shape:
-        raise node.error(f"x {x.shape} and y {y.shape} must have one shape (SELECT does not broadcast them)")
-    return np.where(cond, x, y)
+    if v2:
+        return np.where(cond, x, y)
+    layout = select_layout("SELECT", cond.shape, x.shape, y.shape, None)  # rank-1 cond selects whole rows
+    if isinstance(layout, str):
+        raise node.error(layout)
+    return np.where(cond.reshape(layout[0][0]), x, y)
 
 
 @register("SELECT")

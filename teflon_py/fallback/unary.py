@@ -347,7 +347,7 @@ def _leaky_relu_params(node: Node) -> tuple[int, int, int, int, int, int]:
     s_out, z_out = qparams(node, node.outputs[0])
     if node.outputs[0].dtype == INT16 and (z_in or z_out):
         raise node.error("int16 LEAKY_RELU needs zero points 0")
-    alpha = F32(node.attrs.alpha if node.attrs is not None else 0.0)
+    alpha = F32(node.attrs.alpha)
     m_alpha, e_alpha = quant.quantize_multiplier(float(s_in * alpha / s_out))  # float32 maths
     m_id, e_id = quant.quantize_multiplier(float(s_in / s_out))
     return z_in, z_out, int(m_alpha), int(e_alpha), int(m_id), int(e_id)
@@ -359,7 +359,7 @@ def leaky_relu(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     dtype = same_type(node, (FLOAT32, INT8, UINT8, INT16))
     x = inputs[0]
     if dtype == FLOAT32:
-        alpha = F32(node.attrs.alpha if node.attrs is not None else 0.0)
+        alpha = F32(node.attrs.alpha)
         with np.errstate(invalid="ignore"):
             return np.where(x > 0, x, x * alpha).astype(np.float32)
     z_in, z_out, m_alpha, e_alpha, m_id, e_id = node.memo("leaky", lambda: _leaky_relu_params(node))
@@ -389,7 +389,7 @@ def elu(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
 def gelu(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """x * Phi(x) (erfc form) or its tanh approximation: float32; int8/uint8/int16 by table."""
     dtype = same_type(node, (FLOAT32, INT8, UINT8, INT16))
-    approximate = bool(node.attrs.approximate) if node.attrs is not None else False
+    approximate = node.attrs.approximate
     if dtype == FLOAT32:
         return gelu_f32(inputs[0], approximate)
     return lut_op(node, inputs[0], lambda v: gelu_f32(v, approximate))

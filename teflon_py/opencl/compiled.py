@@ -125,8 +125,7 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
             w = writer.get(r)
             if w is not None and position[w] >= position[p]:
                 continue  # the other operand is not ready when the conv runs
-            act = getattr(add.attrs, "fused_activation_function", ir.Activation.NONE)
-            clamp = intersect(kernels.clamp_of(act), plan.clamp.get(i, UNBOUNDED))
+            clamp = intersect(kernels.clamp_of(add.attrs.activation), plan.clamp.get(i, UNBOUNDED))
             residuals[p] = Residual(r, clamp, i)
             plan.skip.add(i)
             plan.output[p] = plan.output.get(i, add.outputs[0])

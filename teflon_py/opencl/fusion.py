@@ -22,9 +22,16 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import Clamp, Pads
+from teflon_py.ops.unary import clamp_of
 
-#: Standalone activations that are only a clamp.
-CLAMP_OPS: dict[str, Clamp] = {"RELU": (0.0, math.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+#: Standalone activations that fold into their producer (their clamp: ``ops.unary.clamp_of``).
+CLAMP_OPS = ("RELU", "RELU6", "RELU_N1_TO_1")
+
+
+def op_clamp(name: str) -> Clamp:
+    """The real range a standalone clamp op keeps, from the op layer."""
+    lo, hi = clamp_of(name).range(np.float32)
+    return (float(lo), float(hi))
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ def plan_fusion(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int],
                 continue
             plan.skip.add(i)
             plan.output[p] = op.outputs[0]
-            plan.clamp[p] = intersect(plan.clamp.get(p, (-math.inf, math.inf)), CLAMP_OPS[op.name])
+            plan.clamp[p] = intersect(plan.clamp.get(p, (-math.inf, math.inf)), op_clamp(op.name))
             writer[op.outputs[0]] = p
         elif op.name == "PAD":
             _fold_pad(graph, op, readers, private, lookup, plan)

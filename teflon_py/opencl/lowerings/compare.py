@@ -13,13 +13,14 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings.elementwise import (
-    broadcast_geometry_n,
     broadcast_reason,
     broadcast_spec,
     check_unary,
     flat_spec,
+    geometry_reason,
 )
-from teflon_py.opencl.registry import EmitContext, lowering
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.elementwise import select_layout
 
 FILES = ("broadcast.cl", "compare.cl")
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
@@ -36,19 +37,18 @@ CAST_TYPES = ("float32", "int32", "int8", "uint8", "bool")
 LOGICAL_NOT_CODE = 25
 
 
-def _dtype(graph: ir.Graph, t: int) -> str:
-    dtype = graph.tensors[t].dtype
-    return "bool" if dtype == np.bool_ else np.dtype(dtype).name
+def _dtype(t: ir.Tensor) -> str:
+    return "bool" if t.dtype == np.bool_ else np.dtype(t.dtype).name
 
 
 # -- comparisons and logical ops ----------------------------------------------------------------
 
-def check_compare(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_compare(attrs: object, tensors: OpTensors, caps: object) -> str | None:
     """Both operands of one type, a bool output, shapes that broadcast."""
-    reason = broadcast_reason(graph, op)
+    reason = broadcast_reason(tensors)
     if reason:
         return reason
-    a, b, y = (_dtype(graph, t) for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    a, b, y = (_dtype(t) for t in (tensors.inputs[0], tensors.inputs[1], tensors.outputs[0]))
     if a != b:
         return f"operand types {a} and {b} differ"
     if y != "bool":
@@ -56,64 +56,46 @@ def check_compare(graph: ir.Graph, op: ir.Operation) -> str | None:
     return None
 
 
-def compare_args(graph: ir.Graph, op: ir.Operation) -> dict[str, int]:
-    """compare.cl's ``type`` and ``table`` arguments for the op."""
-    dtype = _dtype(graph, op.inputs[0])
-    table = BOOL_TABLES[op.name] if dtype == "bool" else ORDERED_TABLES[op.name]
+def compare_args(name: str, dtype: str) -> dict[str, int]:
+    """compare.cl's ``type`` and ``table`` arguments for op ``name`` on operands of ``dtype``."""
+    table = BOOL_TABLES[name] if dtype == "bool" else ORDERED_TABLES[name]
     return {"type": COMPARE_TYPES[dtype], "table": table}
 
 
-@lowering(*COMPARISONS, check=check_compare, dtypes=("float32", "bool"), max_rank=6)
-@lowering(*COMPARISONS, kind="int32", check=check_compare, dtypes=("int32", "bool"), max_rank=6)
-@lowering("EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", kind="bool", check=check_compare, max_rank=6)
-def compare(ctx: EmitContext, op: ir.Operation) -> None:
+@register(*COMPARISONS, check=check_compare, dtypes=("float32", "bool"), max_rank=6)
+@register(*COMPARISONS, kind="int32", check=check_compare, dtypes=("int32", "bool"), max_rank=6)
+@register("EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", kind="bool", check=check_compare, max_rank=6)
+def compare(ctx: OpEmit, attrs: object) -> None:
     """x OP y with broadcasting, one byte 0/1 out (a NaN compares unequal to everything)."""
-    a, b = op.inputs[0], op.inputs[1]
-    spec = broadcast_spec(FILES, "compare", [ctx.shape(a), ctx.shape(b)], ctx.shape(op.outputs[0]), ("a", "b"),
-                          **compare_args(ctx.graph, op))
-    ctx.launch(spec, a=a, b=b, output=ctx.output(op))
+    a, b = ctx.operand(0), ctx.operand(1)
+    args = compare_args(ctx.op.name, _dtype(ctx.graph.tensors[a]))
+    spec = broadcast_spec(FILES, "compare", [ctx.shape(a), ctx.shape(b)], ctx.shape(ctx.op.outputs[0]), ("a", "b"),
+                          **args)
+    ctx.launch(spec, a=a, b=b, output=ctx.output())
 
 
 # -- SELECT, SELECT_V2 --------------------------------------------------------------------------
 
-def select_shapes(graph: ir.Graph, op: ir.Operation) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
-    """(condition, x, y) shapes as they broadcast, and the output shape to index.
-
-    SELECT's condition may be x's shape, a scalar, or one flag per row (axis 0): the latter two
-    become x's rank with trailing 1s. All-single-element operands index one element, whatever
-    their declared ranks. ValueError when the shapes do not fit the op's rules.
-    """
-    shapes = [tuple(graph.tensors[t].shape) for t in op.inputs[:3]]
-    out = tuple(graph.tensors[op.outputs[0]].shape)
-    if all(int(np.prod(s)) == 1 for s in (*shapes, out)):
-        return [(), (), ()], ()
-    c, x, y = shapes
-    if op.name == "SELECT":
-        if x != y:
-            raise ValueError(f"x {list(x)} and y {list(y)} must have one shape (SELECT does not broadcast them)")
-        if c != x:
-            if len(c) > 1 or (len(c) == 1 and (not x or c[0] != x[0])):
-                raise ValueError(f"condition {list(c)} must match x {list(x)}, be a scalar, or match its first axis")
-            c = c + (1,) * (len(x) - len(c))
-    if tuple(np.broadcast_shapes(c, x, y)) != out:
-        raise ValueError(f"output shape {list(out)} is not the broadcast of {list(c)}, {list(x)} and {list(y)}")
-    broadcast_geometry_n([c, x, y], out)
-    return [c, x, y], out
-
-
-def check_select(graph: ir.Graph, op: ir.Operation) -> str | None:
-    if len(op.inputs) != 3 or ir.NO_TENSOR in op.inputs:
+def _select_reason(name: str, tensors: OpTensors) -> str | None:
+    if len(tensors.inputs) != 3 or any(t is None for t in tensors.inputs):
         return "needs three operands"
-    c, x, y, out = (_dtype(graph, t) for t in (*op.inputs, op.outputs[0]))
+    c, x, y, out = (_dtype(t) for t in (*tensors.inputs, tensors.outputs[0]))
     if c != "bool":
         return f"condition type {c} is not bool"
     if not x == y == out:
         return f"x, y and output types ({x}, {y}, {out}) differ"
-    try:
-        select_shapes(graph, op)
-    except ValueError as e:
-        return str(e)
-    return None
+    layout = select_layout(name, *(tuple(t.shape) for t in tensors.inputs), tuple(tensors.outputs[0].shape))
+    if isinstance(layout, str):
+        return layout
+    return geometry_reason(*layout)
+
+
+def check_select(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    return _select_reason("SELECT", tensors)
+
+
+def check_select_v2(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    return _select_reason("SELECT_V2", tensors)
 
 
 def select_spec(shapes: list[tuple[int, ...]], out: tuple[int, ...], itemsize: int) -> KernelSpec:
@@ -121,38 +103,44 @@ def select_spec(shapes: list[tuple[int, ...]], out: tuple[int, ...], itemsize: i
     return broadcast_spec(FILES, "select_values", shapes, out, ("c", "x", "y"), bytes=itemsize)
 
 
-@lowering("SELECT", "SELECT_V2", kind="bool", dtypes=("bool", "float32", "int32", "int8", "uint8"),
-          check=check_select, max_rank=6)
-def select(ctx: EmitContext, op: ir.Operation) -> None:
+SELECT_TYPES = ("bool", "float32", "int32", "int8", "uint8")
+
+
+@register("SELECT", kind="bool", dtypes=SELECT_TYPES, check=check_select, max_rank=6)
+@register("SELECT_V2", kind="bool", dtypes=SELECT_TYPES, check=check_select_v2, max_rank=6)
+def select(ctx: OpEmit, attrs: object) -> None:
     """The stored values of x or y (quantization parameters are not looked at, as in TFLite)."""
-    shapes, out = select_shapes(ctx.graph, op)
-    c, x, y = op.inputs[:3]
-    ctx.launch(select_spec(shapes, out, ctx.graph.tensors[x].dtype.itemsize), c=c, x=x, y=y, output=ctx.output(op))
+    c, x, y = (ctx.operand(k) for k in range(3))
+    layout = select_layout(ctx.op.name, ctx.shape(c), ctx.shape(x), ctx.shape(y), ctx.shape(ctx.op.outputs[0]))
+    if isinstance(layout, str):
+        raise ValueError(layout)  # noqa: TRY004  (check_select said so first)
+    shapes, out = layout
+    ctx.launch(select_spec(shapes, out, ctx.graph.tensors[x].dtype.itemsize), c=c, x=x, y=y, output=ctx.output())
 
 
 # -- CAST, LOGICAL_NOT ----------------------------------------------------------------------------
 
-def check_cast(graph: ir.Graph, op: ir.Operation) -> str | None:
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+def check_cast(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    x, y = tensors.inputs[0], tensors.outputs[0]
     if int(np.prod(x.shape)) != int(np.prod(y.shape)):
         return f"output shape {list(y.shape)} holds a different number of values than input {list(x.shape)}"
     return None
 
 
-@lowering("CAST", kind="float32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@lowering("CAST", kind="int32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@lowering("CAST", kind="int8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@lowering("CAST", kind="uint8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@lowering("CAST", kind="bool", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-def cast(ctx: EmitContext, op: ir.Operation) -> None:
+@register("CAST", kind="float32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="int32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="int8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="uint8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="bool", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+def cast(ctx: OpEmit, attrs: object) -> None:
     """static_cast as TFLite: integers wrap, non-zero is true, float to integer saturates (NaN -> max)."""
-    x = op.inputs[0]
-    code = CAST_TYPES.index(_dtype(ctx.graph, x)) * 5 + CAST_TYPES.index(_dtype(ctx.graph, op.outputs[0]))
-    ctx.launch(flat_spec(FILES, "cast_values", int(np.prod(ctx.shape(x))), op=code), input=x, output=ctx.output(op))
+    x, y = ctx.operand(0), ctx.op.outputs[0]
+    code = CAST_TYPES.index(_dtype(ctx.graph.tensors[x])) * 5 + CAST_TYPES.index(_dtype(ctx.graph.tensors[y]))
+    ctx.launch(flat_spec(FILES, "cast_values", int(np.prod(ctx.shape(x))), op=code), input=x, output=ctx.output())
 
 
-@lowering("LOGICAL_NOT", kind="bool", check=check_unary, max_rank=None)
-def logical_not(ctx: EmitContext, op: ir.Operation) -> None:
-    x = op.inputs[0]
+@register("LOGICAL_NOT", kind="bool", check=check_unary, max_rank=None)
+def logical_not(ctx: OpEmit, attrs: object) -> None:
+    x = ctx.operand(0)
     spec = flat_spec(FILES, "cast_values", int(np.prod(ctx.shape(x))), op=LOGICAL_NOT_CODE)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    ctx.launch(spec, input=x, output=ctx.output())

@@ -11,26 +11,27 @@ its binary is cached, ~0.1 s each cold, so kernels are few and hold several ops.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from teflon_py import ir
 from teflon_py.opencl.fusion import intersect
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.registry import EmitContext, activation_reason, lowering
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops import elementwise as rules
+from teflon_py.ops import unary as unary_rules
+from teflon_py.ops.common import NO_ACTIVATION
 
 FILES = ("common.cl", "elementwise.cl")
 BINARY_KERNELS = {"ADD": "add", "SUB": "sub", "MUL": "mul"}
-#: op -> (kernel, clamp it applies itself)
+#: op -> (kernel, clamp it applies itself: the RELUs' ranges come from ``ops.unary.clamp_of``)
 UNARY_KERNELS = {
-    "RELU": ("clip", (0.0, math.inf)),
-    "RELU6": ("clip", (0.0, 6.0)),
-    "RELU_N1_TO_1": ("clip", (-1.0, 1.0)),
-    "RELU_0_TO_1": ("clip", (0.0, 1.0)),
+    "RELU": ("clip", None),
+    "RELU6": ("clip", None),
+    "RELU_N1_TO_1": ("clip", None),
+    "RELU_0_TO_1": ("clip", None),
     "LOGISTIC": ("logistic", kernels.UNBOUNDED),
     "TANH": ("tanh_", kernels.UNBOUNDED),
     "HARD_SWISH": ("hard_swish", kernels.UNBOUNDED),
@@ -53,10 +54,9 @@ class Geometry:
         return int(np.prod(self.dims))
 
 
-def broadcast_geometry_n(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]) -> Geometry:
-    """Collapse the broadcast of ``shapes`` to ``out``: size-1 output dims are dropped and
-    neighbours merged where every operand stays contiguous (or broadcast) across them.
-    ValueError when more than ``OUTER_DIMS`` outer dims remain."""
+def _collapse(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]) -> list[tuple[int, list[int]]]:
+    """The broadcast of ``shapes`` to ``out`` as merged (size, per-operand strides) dims: size-1
+    output dims dropped, neighbours merged where every operand stays contiguous (or broadcast)."""
     rank = len(out)
 
     def strides(shape: tuple[int, ...]) -> list[int]:
@@ -75,11 +75,24 @@ def broadcast_geometry_n(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]
             merged[-1] = (merged[-1][0] * d, st)
         else:
             merged.append((d, st))
-    if not merged:
-        merged = [(1, [1] * len(shapes))]
-    *outer, (inner, inner_st) = merged
-    if len(outer) > OUTER_DIMS:
-        raise ValueError(f"broadcast needs {len(outer) + 1} dimensions after collapsing (at most {OUTER_DIMS + 1})")
+    return merged or [(1, [1] * len(shapes))]
+
+
+def geometry_reason(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]) -> str | None:
+    """Why the broadcast of ``shapes`` to ``out`` needs more dims than the kernels index, or None."""
+    n = len(_collapse(shapes, out))
+    if n > OUTER_DIMS + 1:
+        return f"broadcast needs {n} dimensions after collapsing (at most {OUTER_DIMS + 1})"
+    return None
+
+
+def broadcast_geometry_n(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]) -> Geometry:
+    """Collapse the broadcast of ``shapes`` to ``out`` (``_collapse``) for the kernels; ValueError
+    when more than ``OUTER_DIMS`` outer dims remain (``geometry_reason`` says so first)."""
+    reason = geometry_reason(shapes, out)
+    if reason:
+        raise ValueError(reason)
+    *outer, (inner, inner_st) = _collapse(shapes, out)
     outer = [(1, [0] * len(shapes))] * (OUTER_DIMS - len(outer)) + outer
     return Geometry(tuple(d for d, _ in outer), tuple(tuple(st[k] for _, st in outer) for k in range(len(shapes))),
                     inner, tuple(inner_st))
@@ -136,56 +149,49 @@ def unary_spec(kernel: str, n: int, clamp: kernels.Clamp) -> KernelSpec:
     return flat_spec(FILES, kernel, n, lo=float(clamp[0]), hi=float(clamp[1]))
 
 
-def fused_activation(op: ir.Operation) -> ir.Activation | int:
-    """The op's fused activation (NONE for ops whose options have none)."""
-    return getattr(op.attrs, "fused_activation_function", ir.Activation.NONE)
-
-
-def broadcast_reason(graph: ir.Graph, op: ir.Operation, count: int = 2) -> str | None:
-    """Why the ``count`` inputs of ``op`` do not broadcast to its output within the kernels' limits."""
-    if len(op.inputs) != count or ir.NO_TENSOR in op.inputs[:count]:
+def broadcast_reason(tensors: OpTensors, count: int = 2) -> str | None:
+    """Why the ``count`` inputs do not broadcast to the output within the kernels' limits."""
+    ins = tensors.inputs
+    if len(ins) != count or any(t is None for t in ins[:count]):
         return f"needs {count} operands"
-    shapes = [tuple(graph.tensors[t].shape) for t in op.inputs]
-    out = tuple(graph.tensors[op.outputs[0]].shape)
-    try:
-        if tuple(np.broadcast_shapes(*shapes)) != out:
-            return f"output shape {list(out)} is not the broadcast of {', '.join(str(list(s)) for s in shapes)}"
-        broadcast_geometry_n(shapes, out)
-    except ValueError as e:
-        return str(e)
-    return None
+    shapes = [tuple(t.shape) for t in ins]
+    out = tuple(tensors.outputs[0].shape)
+    return rules.broadcast_reason(shapes, out) or geometry_reason(shapes, out)
 
 
-def check_binary(graph: ir.Graph, op: ir.Operation) -> str | None:
-    return activation_reason(fused_activation(op)) or broadcast_reason(graph, op)
+def check_binary(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    """A fused activation that is a clamp (ops with one), shapes that broadcast."""
+    return rules.activation_reason(getattr(attrs, "activation", NO_ACTIVATION)) or broadcast_reason(tensors)
 
 
-@lowering("ADD", "SUB", "MUL", check=check_binary, fuses_activation=True, max_rank=6)
-def binary(ctx: EmitContext, op: ir.Operation) -> None:
-    a, b = op.inputs[0], op.inputs[1]
-    spec = binary_spec(BINARY_KERNELS[op.name], ctx.shape(a), ctx.shape(b), ctx.shape(op.outputs[0]), ctx.clamp(op))
-    ctx.launch(spec, a=a, b=b, output=ctx.output(op))
+@register("ADD", "SUB", "MUL", check=check_binary, fuses_activation=True, max_rank=6)
+def binary(ctx: OpEmit, attrs: object) -> None:
+    a, b = ctx.operand(0), ctx.operand(1)
+    spec = binary_spec(BINARY_KERNELS[ctx.op.name], ctx.shape(a), ctx.shape(b), ctx.shape(ctx.op.outputs[0]),
+                       ctx.clamp())
+    ctx.launch(spec, a=a, b=b, output=ctx.output())
 
 
-def check_unary(graph: ir.Graph, op: ir.Operation) -> str | None:
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+def check_unary(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    x, y = tensors.inputs[0], tensors.outputs[0]
     if tuple(x.shape) != tuple(y.shape):
         return f"output shape {list(y.shape)} differs from the input's {list(x.shape)}"
     return None
 
 
-@lowering("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", check=check_unary, fuses_activation=True, max_rank=None)
-def relu(ctx: EmitContext, op: ir.Operation) -> None:
+@register("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", check=check_unary, fuses_activation=True, max_rank=None)
+def relu(ctx: OpEmit, attrs: object) -> None:
     """A clamp (when not folded into its producer by fusion)."""
-    kernel, clamp = UNARY_KERNELS[op.name]
-    x = op.inputs[0]
+    kernel, _ = UNARY_KERNELS[ctx.op.name]
+    own = kernels.clamp_of(unary_rules.clamp_of(ctx.op.name))
+    x = ctx.operand(0)
     n = int(np.prod(ctx.shape(x)))
-    ctx.launch(unary_spec(kernel, n, intersect(clamp, ctx.clamp(op))), input=x, output=ctx.output(op))
+    ctx.launch(unary_spec(kernel, n, intersect(own, ctx.clamp())), input=x, output=ctx.output())
 
 
-@lowering("LOGISTIC", "TANH", "HARD_SWISH", check=check_unary, fuses_activation=True, max_rank=None)
-def transcendental(ctx: EmitContext, op: ir.Operation) -> None:
+@register("LOGISTIC", "TANH", "HARD_SWISH", check=check_unary, fuses_activation=True, max_rank=None)
+def transcendental(ctx: OpEmit, attrs: object) -> None:
     """TFLite's reference float formulas with OpenCL's accurate exp/tanh."""
-    kernel, _ = UNARY_KERNELS[op.name]
-    x = op.inputs[0]
-    ctx.launch(unary_spec(kernel, int(np.prod(ctx.shape(x))), ctx.clamp(op)), input=x, output=ctx.output(op))
+    kernel, _ = UNARY_KERNELS[ctx.op.name]
+    x = ctx.operand(0)
+    ctx.launch(unary_spec(kernel, int(np.prod(ctx.shape(x))), ctx.clamp()), input=x, output=ctx.output())

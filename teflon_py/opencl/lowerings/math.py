@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir
 from teflon_py.opencl.fusion import intersect
 from teflon_py.opencl.lowerings.elementwise import broadcast_spec, check_binary, check_unary, flat_spec
-from teflon_py.opencl.registry import EmitContext, lowering, options
-from teflon_py.tflite.options import GeluOptions, LeakyReluOptions
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.unary import GeluAttrs, LeakyReluAttrs
 
 FILES = ("broadcast.cl", "math.cl")
 #: binary_math's op codes: the position in this tuple (the cases of math.cl)
@@ -27,38 +26,40 @@ FLT_MAX = float(np.finfo(np.float32).max)
 DIV_RANGE = (-FLT_MAX, FLT_MAX)
 
 
-def check_binary_math(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """check_binary, and equal shapes for ATAN2 (LiteRT's does not broadcast)."""
-    if op.name == "ATAN2" and len({tuple(graph.tensors[t].shape) for t in (*op.inputs, *op.outputs)}) != 1:
+def check_atan2(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    """check_binary, and equal shapes (LiteRT's ATAN2 does not broadcast)."""
+    if len({tuple(t.shape) for t in (*tensors.inputs, *tensors.outputs) if t is not None}) != 1:
         return "operands of different shapes (ATAN2 does not broadcast)"
-    return check_binary(graph, op)
+    return check_binary(attrs, tensors, caps)
 
 
-@lowering(*BINARY_OPS, check=check_binary_math, fuses_activation=True, max_rank=6)
-def binary_math(ctx: EmitContext, op: ir.Operation) -> None:
+@register("ATAN2", check=check_atan2, fuses_activation=True, max_rank=6)
+@register(*(n for n in BINARY_OPS if n != "ATAN2"), check=check_binary, fuses_activation=True, max_rank=6)
+def binary_math(ctx: OpEmit, attrs: object) -> None:
     """One broadcasting launch; PRELU is ``x >= 0 ? x : x * alpha``, alpha broadcast as operand b."""
-    a, b = op.inputs[0], op.inputs[1]
-    lo, hi = intersect(ctx.clamp(op), DIV_RANGE) if op.name == "DIV" else ctx.clamp(op)
+    op = ctx.op
+    a, b = ctx.operand(0), ctx.operand(1)
+    lo, hi = intersect(ctx.clamp(), DIV_RANGE) if op.name == "DIV" else ctx.clamp()
     spec = broadcast_spec(FILES, "binary_math", [ctx.shape(a), ctx.shape(b)], ctx.shape(op.outputs[0]),
                           ("a", "b"), lo=float(lo), hi=float(hi), op=BINARY_OPS.index(op.name))
-    ctx.launch(spec, a=a, b=b, output=ctx.output(op))
+    ctx.launch(spec, a=a, b=b, output=ctx.output())
 
 
-def unary_code(op: ir.Operation) -> int:
+def unary_code(name: str, attrs: object) -> int:
     """The op's case in unary_math."""
-    if op.name == "GELU" and options(op, GeluOptions).approximate:
+    if isinstance(attrs, GeluAttrs) and attrs.approximate:
         return UNARY_OPS.index("GELU_APPROXIMATE")
-    return UNARY_OPS.index(op.name)
+    return UNARY_OPS.index(name)
 
 
-@lowering(*(name for name in UNARY_OPS if name != "GELU_APPROXIMATE"), check=check_unary, fuses_activation=True,
+@register(*(name for name in UNARY_OPS if name != "GELU_APPROXIMATE"), check=check_unary, fuses_activation=True,
           max_rank=None)
-def unary_math(ctx: EmitContext, op: ir.Operation) -> None:
+def unary_math(ctx: OpEmit, attrs: object) -> None:
     """One launch over the flat tensor; RSQRT is ``1 / sqrt(x)``, SIGN keeps 0 and NaN, GELU is
     ``0.5 x erfc(-x / sqrt 2)`` or ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
-    x = op.inputs[0]
-    alpha = float(np.float32(options(op, LeakyReluOptions).alpha)) if op.name == "LEAKY_RELU" else 0.0
-    lo, hi = ctx.clamp(op)
+    x = ctx.operand(0)
+    alpha = float(np.float32(attrs.alpha)) if isinstance(attrs, LeakyReluAttrs) else 0.0
+    lo, hi = ctx.clamp()
     spec = flat_spec(FILES, "unary_math", int(np.prod(ctx.shape(x))), lo=float(lo), hi=float(hi), p=alpha,
-                     op=unary_code(op))
-    ctx.launch(spec, input=x, output=ctx.output(op))
+                     op=unary_code(ctx.op.name, attrs))
+    ctx.launch(spec, input=x, output=ctx.output())

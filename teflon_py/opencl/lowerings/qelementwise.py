@@ -2,7 +2,7 @@
 
 - ADD, SUB, MUL with broadcasting: each input's prepared term (ADD/SUB: offset, shifted left by
   20 and rescaled; MUL: less its zero point) is a 256-entry table the host fills with the
-  fallback's own helpers (``teflon_py.fallback.elementwise``); the device combines two table
+  same helpers as the fallback (``teflon_py.quant.binary``); the device combines two table
   entries, requantizes (MultiplyByQuantizedMultiplier), adds the zero point and clamps.
 - One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, ...) and
   integer-to-integer QUANTIZE: a 256-entry table computed by running the op's fallback kernel on
@@ -11,82 +11,104 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from teflon_py import ir, quant
-from teflon_py.errors import TeflonError
-from teflon_py.fallback import elementwise as fallback_elementwise
+from teflon_py.errors import UnsupportedError
 from teflon_py.fallback.registry import KERNELS, Node
 from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import codes, flip
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.lowerings.elementwise import broadcast_geometry
-from teflon_py.opencl.registry import EmitContext, activation_reason, options
-from teflon_py.tflite.options import AddOptions, MulOptions, SubOptions
+from teflon_py.opencl.lowerings.elementwise import broadcast_geometry, check_unary
+from teflon_py.opencl.lowerings.elementwise import check_binary as check_float_binary
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.elementwise import BinaryAttrs
 
 FILES = ("quant.cl", "qelementwise.cl")
 KINDS = ("int8", "uint8")
-BINARY_OPTIONS = {"ADD": AddOptions, "SUB": SubOptions, "MUL": MulOptions}
 #: one-input ops whose 8-bit output is a function of the input value alone (a table lookup)
 LUT_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "ABS", "NEG",
            "EXP", "LOG", "ELU", "GELU", "LEAKY_RELU")
 
 
-def _reason(fn: object, *args: object) -> str | None:
-    """Run a fallback preparation; its UnsupportedError (LiteRT's rule) becomes the reason."""
+def _unsupported(message: str) -> Exception:
+    return UnsupportedError(message)
+
+
+def _node(name: str, attrs: object, tensors: OpTensors) -> Node:
+    """A stand-alone fallback node of op ``name`` over ``tensors`` (for its kernel's preparation)."""
+    return Node(ir.Operation(-1, name, (), (), attrs), None, list(tensors.inputs), list(tensors.outputs))
+
+
+def _prepared(fn: Callable[[], object]) -> str | None:
+    """Run a preparation: LiteRT's rule it breaks (UnsupportedError) or arithmetic that fails on
+    these parameters becomes the reason."""
     try:
-        fn(*args)
-    except TeflonError as e:
-        return str(e).split(": ", 1)[-1]
-    except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError) as e:
+        fn()
+    except UnsupportedError as e:
+        return str(e)
+    except ArithmeticError as e:
         return f"cannot be prepared ({e})"
     return None
 
 
 # -- ADD / SUB / MUL ---------------------------------------------------------------------------------
 
-def binary_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.ndarray, int, int, int, int,
-                                                                int]:
-    """(table a, table b, multiplier, shift, output zero point, lo, hi) of a quantized ADD/SUB/MUL."""
-    node = Node.of(graph, op)
-    a, b = (codes(graph.tensors[t].dtype) for t in op.inputs[:2])
-    if op.name == "MUL":
-        p = fallback_elementwise._mul_params(node)
+def binary_tables(name: str, attrs: BinaryAttrs, tensors: OpTensors) -> tuple[
+        np.ndarray, np.ndarray, int, int, int, int, int]:
+    """(table a, table b, multiplier, shift, output zero point, lo, hi) of a quantized ADD/SUB/MUL
+    (``teflon_py.quant.binary``'s numbers, as the fallback uses them)."""
+    in1, in2, out = tensors.inputs[0], tensors.inputs[1], tensors.outputs[0]
+    a, b = codes(in1.dtype), codes(in2.dtype)
+    if name == "MUL":
+        p = quant.mul_params(in1, in2, out, attrs.activation, _unsupported)
         ta, tb = a.astype(np.int64) + p["off1"], b.astype(np.int64) + p["off2"]
         m, e = p["m"], p["e"]
     else:
-        p = fallback_elementwise._add_sub_params(node)
-        ta = fallback_elementwise._scale_input(a, p["off1"], p["left_shift"], p["m1"], p["e1"])
-        tb = fallback_elementwise._scale_input(b, p["off2"], p["left_shift"], p["m2"], p["e2"])
+        p = quant.add_sub_params(in1, in2, out, attrs.activation, _unsupported)
+        ta = quant.scale_input(a, p["off1"], p["left_shift"], p["m1"], p["e1"])
+        tb = quant.scale_input(b, p["off2"], p["left_shift"], p["m2"], p["e2"])
         m, e = p["mo"], p["eo"]
     ints = (int(m), int(e), int(p["out_off"]), int(p["lo"]), int(p["hi"]))
     return (ta.astype(np.int32), tb.astype(np.int32), *ints)
 
 
-def check_binary(graph: ir.Graph, op: ir.Operation) -> str | None:
-    if len(op.inputs) != 2:
-        return "needs two operands"
-    reason = activation_reason(options(op, BINARY_OPTIONS[op.name]).fused_activation_function)
+def binary_reason(name: str, attrs: BinaryAttrs, tensors: OpTensors) -> str | None:
+    """The float check (a clamp activation, shapes the kernels broadcast), one type throughout,
+    and the quantized preparation."""
+    reason = check_float_binary(attrs, tensors, None)
     if reason:
         return reason
-    ts = [graph.tensors[t] for t in (*op.inputs, op.outputs[0])]
-    if len({t.dtype for t in ts}) != 1:
+    if len({t.dtype for t in (*tensors.inputs, tensors.outputs[0])}) != 1:
         return "input and output types must match"
-    a, b, out = (t.shape for t in ts)
-    try:
-        if tuple(np.broadcast_shapes(tuple(a), tuple(b))) != tuple(out):
-            return f"output shape {list(out)} is not the broadcast of {list(a)} and {list(b)}"
-        broadcast_geometry(a, b, out)
-    except ValueError as e:
-        return str(e)
-    return _reason(binary_tables, graph, op)
+    return _prepared(lambda: binary_tables(name, attrs, tensors))
 
 
-def binary(ctx: EmitContext, op: ir.Operation) -> None:
+def check_add(attrs: BinaryAttrs, tensors: OpTensors, caps: object) -> str | None:
+    return binary_reason("ADD", attrs, tensors)
+
+
+def check_sub(attrs: BinaryAttrs, tensors: OpTensors, caps: object) -> str | None:
+    return binary_reason("SUB", attrs, tensors)
+
+
+def check_mul(attrs: BinaryAttrs, tensors: OpTensors, caps: object) -> str | None:
+    return binary_reason("MUL", attrs, tensors)
+
+
+def check_binary(graph: ir.Graph, op: ir.Operation) -> str | None:  # kept for qconv (lead removes at merge)
+    """``binary_reason`` of a graph op (``qconv``'s folded residual ADD calls it)."""
+    return binary_reason(op.name, op.attrs, OpTensors.of(graph, op))
+
+
+def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
     """``qadd`` / ``qsub`` / ``qmul``: two table lookups, one requantization per element."""
-    ta, tb, m, e, zo, lo, hi = binary_tables(ctx.graph, op)
-    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
+    op = ctx.op
+    ta, tb, m, e, zo, lo, hi = binary_tables(op.name, attrs, OpTensors.of(ctx.graph, op))
+    a, b, y = ctx.operand(0), ctx.operand(1), op.outputs[0]
     dims, sa, sb, inner, a_in, b_in = broadcast_geometry(ctx.shape(a), ctx.shape(b), ctx.shape(y))
     rows = int(np.prod(dims))
     global_size, rpi, chunk = kernels.row_blocks(rows, inner)
@@ -97,28 +119,33 @@ def binary(ctx: EmitContext, op: ir.Operation) -> None:
     spec = KernelSpec(files=FILES, name="q" + op.name.lower(), defines={}, global_size=global_size,
                       local_size=(1, 1), args=("a", "b", "output", "ta", "tb", *args),
                       constants={"ta": ta, "tb": tb}, scalars=args)
-    qkernels.launch(ctx, spec, a=a, b=b, output=ctx.output(op))
+    qkernels.launch(ctx, spec, a=a, b=b, output=ctx.output())
 
 
 # -- table lookups -----------------------------------------------------------------------------------
 
-def lut_table(graph: ir.Graph, op: ir.Operation) -> np.ndarray:
+def lut_table(name: str, attrs: object, tensors: OpTensors) -> np.ndarray:
     """The op's fallback kernel on every input code: the table the device looks outputs up in."""
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    node = Node.of(graph, op)
-    out = np.asarray(KERNELS[op.name](node, [codes(x.dtype)]))
+    x, y = tensors.inputs[0], tensors.outputs[0]
+    out = np.asarray(KERNELS[name](_node(name, attrs, tensors), [codes(x.dtype)]))
     if out.dtype != y.dtype or out.shape != (256,):
-        raise ValueError(f"the fallback gave {out.dtype} {out.shape} for 256 codes")
+        raise UnsupportedError(f"the fallback gave {out.dtype} {out.shape} for 256 codes")
     return out.view(np.uint8)
 
 
-def check_lut(graph: ir.Graph, op: ir.Operation) -> str | None:
-    if len(op.inputs) != 1:
+def lut_reason(name: str, attrs: object, tensors: OpTensors) -> str | None:
+    """The float check (output shaped as the input), then the table's preparation."""
+    if len(tensors.inputs) != 1:
         return "needs exactly one operand"
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if tuple(x.shape) != tuple(y.shape):
-        return f"output shape {list(y.shape)} differs from the input's {list(x.shape)}"
-    return _reason(lut_table, graph, op)
+    return check_unary(attrs, tensors, None) or _prepared(lambda: lut_table(name, attrs, tensors))
+
+
+def _lut_check(name: str) -> Callable[[object, OpTensors, object], str | None]:
+    def check(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+        return lut_reason(name, attrs, tensors)
+
+    check.__name__ = check.__qualname__ = f"check_{name.lower()}"
+    return check
 
 
 def lut_spec(n: int, dtype: np.dtype, table: np.ndarray) -> KernelSpec:
@@ -130,12 +157,13 @@ def lut_spec(n: int, dtype: np.dtype, table: np.ndarray) -> KernelSpec:
                       constants={"table": np.ascontiguousarray(table).view(np.uint8)}, scalars=args)
 
 
-def lut(ctx: EmitContext, op: ir.Operation) -> None:
+def lut(ctx: OpEmit, attrs: object) -> None:
     """``qlut``: out = table[code] over the flat tensor."""
-    x = op.inputs[0]
+    x = ctx.operand(0)
     n = int(np.prod(ctx.shape(x), dtype=np.int64))
-    spec = lut_spec(n, ctx.graph.tensors[x].dtype, lut_table(ctx.graph, op))
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+    table = lut_table(ctx.op.name, attrs, OpTensors.of(ctx.graph, ctx.op))
+    spec = lut_spec(n, ctx.graph.tensors[x].dtype, table)
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
 def concat_requantize_table(graph: ir.Graph, op: ir.Operation, k: int) -> np.ndarray | None:
@@ -174,18 +202,16 @@ def _quantization_reason(t: ir.Tensor) -> str | None:
     return None
 
 
-def check_quantize_float(graph: ir.Graph, op: ir.Operation) -> str | None:
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+def check_quantize_float(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    y = tensors.outputs[0]
     if y.dtype not in (np.int8, np.uint8):
         return f"float32 to {y.dtype} not lowered (int8 and uint8 are)"
-    if tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    return _quantization_reason(y)
+    return check_unary(attrs, tensors, None) or _quantization_reason(y)
 
 
-def quantize_float(ctx: EmitContext, op: ir.Operation) -> None:
+def quantize_float(ctx: OpEmit, attrs: object) -> None:
     """``qquantize``: round(x / scale) + zero point, halves away from zero, saturated."""
-    y = ctx.graph.tensors[op.outputs[0]]
+    y = ctx.graph.tensors[ctx.op.outputs[0]]
     scale, zp, inner, channels = channel_params(y)
     n = int(np.prod(y.shape, dtype=np.int64))
     (pieces, _), _, chunk = kernels.row_blocks(1, n)
@@ -194,21 +220,19 @@ def quantize_float(ctx: EmitContext, op: ir.Operation) -> None:
     spec = KernelSpec(files=FILES, name="qquantize", defines={}, global_size=(pieces,), local_size=(1,),
                       args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
                       scalars=args)
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=ctx.operand(0), output=ctx.output())
 
 
-def check_dequantize(graph: ir.Graph, op: ir.Operation) -> str | None:
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+def check_dequantize(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    x, y = tensors.inputs[0], tensors.outputs[0]
     if y.dtype != np.float32:
         return f"output type {y.dtype} not supported"
-    if tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    return _quantization_reason(x)
+    return check_unary(attrs, tensors, None) or _quantization_reason(x)
 
 
-def dequantize(ctx: EmitContext, op: ir.Operation) -> None:
+def dequantize(ctx: OpEmit, attrs: object) -> None:
     """``qdequantize``: scale * (q - zero point) in float32 (exact: one rounding of an exact product)."""
-    x = ctx.graph.tensors[op.inputs[0]]
+    x = ctx.graph.tensors[ctx.operand(0)]
     scale, zp, inner, channels = channel_params(x)
     n = int(np.prod(x.shape, dtype=np.int64))
     (pieces, _), _, chunk = kernels.row_blocks(1, n)
@@ -216,14 +240,16 @@ def dequantize(ctx: EmitContext, op: ir.Operation) -> None:
     spec = KernelSpec(files=FILES, name="qdequantize", defines={}, global_size=(pieces,), local_size=(1,),
                       args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
                       scalars=args)
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=ctx.operand(0), output=ctx.output())
 
 
-qkernels.lowering_if_free("QUANTIZE", kind="float32", dtypes=("float32", "int8", "uint8"),
-                          check=check_quantize_float, max_rank=None)(quantize_float)
+# the (op, kind) pairs this module owns
+register("QUANTIZE", kind="float32", dtypes=("float32", "int8", "uint8"), check=check_quantize_float,
+         max_rank=None)(quantize_float)
 for _kind in KINDS:
-    qkernels.lowering_if_free("ADD", "SUB", "MUL", kind=_kind, check=check_binary, max_rank=6)(binary)
-    qkernels.lowering_if_free(*LUT_OPS, "QUANTIZE", kind=_kind, dtypes=KINDS, check=check_lut,
-                              max_rank=None)(lut)
-    qkernels.lowering_if_free("DEQUANTIZE", kind=_kind, dtypes=(_kind, "float32"), check=check_dequantize,
-                              max_rank=None)(dequantize)
+    register("ADD", kind=_kind, check=check_add, max_rank=6)(binary)
+    register("SUB", kind=_kind, check=check_sub, max_rank=6)(binary)
+    register("MUL", kind=_kind, check=check_mul, max_rank=6)(binary)
+    for _name in (*LUT_OPS, "QUANTIZE"):
+        register(_name, kind=_kind, dtypes=KINDS, check=_lut_check(_name), max_rank=None)(lut)
+    register("DEQUANTIZE", kind=_kind, dtypes=(_kind, "float32"), check=check_dequantize, max_rank=None)(dequantize)

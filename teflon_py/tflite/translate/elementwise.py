@@ -1,2 +1,75 @@
 """TFLite options <-> op-layer attributes: the elementwise family (see ``teflon_py.ops.elementwise``)."""
 from __future__ import annotations
+
+from typing import Any
+
+from teflon_py import ir
+from teflon_py.ops import elementwise as E
+from teflon_py.ops.common import Act, FusedActivation, NoAttrs
+from teflon_py.tflite import options as O
+from teflon_py.tflite.translate.registry import Source, parses, writes
+
+#: TFLite's ActivationFunctionType <-> the op layer's kinds
+_ACT = {ir.Activation.NONE: Act.NONE, ir.Activation.RELU: Act.RELU, ir.Activation.RELU6: Act.RELU6,
+        ir.Activation.RELU_N1_TO_1: Act.RELU_N1_TO_1, ir.Activation.TANH: Act.TANH,
+        ir.Activation.SIGN_BIT: Act.SIGN_BIT}
+_CODE = {v: k for k, v in _ACT.items()}
+
+_BINARY_OPTIONS = {"ADD": O.AddOptions, "SUB": O.SubOptions, "MUL": O.MulOptions, "DIV": O.DivOptions}
+#: empty options tables, written back as the model usually carries them
+_EMPTY_OPTIONS = {
+    "POW": "PowOptions", "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions",
+    "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "FLOOR_DIV": "FloorDivOptions",
+    "FLOOR_MOD": "FloorModOptions", "ADD_N": "AddNOptions", "SELECT": "SelectOptions",
+    "SELECT_V2": "SelectV2Options", "EQUAL": "EqualOptions", "NOT_EQUAL": "NotEqualOptions",
+    "LESS": "LessOptions", "LESS_EQUAL": "LessEqualOptions", "GREATER": "GreaterOptions",
+    "GREATER_EQUAL": "GreaterEqualOptions", "LOGICAL_AND": "LogicalAndOptions", "LOGICAL_OR": "LogicalOrOptions",
+}
+
+
+def activation_of(src: Source, code: Any) -> FusedActivation:
+    """TFLite's fused_activation_function as a FusedActivation (ModelError for an unknown code)."""
+    try:
+        return FusedActivation.of(_ACT[ir.Activation(int(code))])
+    except (ValueError, KeyError):
+        raise src.fail(f"unknown fused activation {code!r}") from None
+
+
+def activation_code(activation: FusedActivation) -> ir.Activation:
+    """A FusedActivation as TFLite's code (a range TFLite has no code for cannot be written)."""
+    if activation.kind not in _CODE:
+        raise ValueError(f"fused activation {activation} has no TFLite code")
+    return _CODE[activation.kind]
+
+
+def empty_options(name: str) -> Any:
+    """The empty options table of ``name`` (None where the schema has none)."""
+    table = O.OPTIONS.get(name)
+    return table() if table is not None else None
+
+
+@parses(*E.ACTIVATED)
+def parse_binary(src: Source) -> E.BinaryAttrs:
+    opts = src.option(_BINARY_OPTIONS[src.name])
+    # TFLite zero-initialises absent options: pot_scale_int16 is then false (the schema says true)
+    pot = bool(getattr(src.options, "pot_scale_int16", False)) if src.options is not None else False
+    return E.BinaryAttrs(activation_of(src, opts.fused_activation_function), pot)
+
+
+@writes(*E.ACTIVATED)
+def write_binary(attrs: E.BinaryAttrs, op: ir.Operation, graph: ir.Graph) -> Any:
+    act = activation_code(attrs.activation)
+    if op.name in ("ADD", "SUB"):
+        return _BINARY_OPTIONS[op.name](fused_activation_function=act, pot_scale_int16=attrs.pot_scale_int16)
+    return _BINARY_OPTIONS[op.name](fused_activation_function=act)
+
+
+@parses(*E.PLAIN_BINARY, "PRELU", *E.COMPARISONS, *E.LOGICAL, "ADD_N", "SELECT", "SELECT_V2")
+def parse_plain(src: Source) -> NoAttrs:
+    return NoAttrs()
+
+
+@writes(*E.PLAIN_BINARY, "PRELU", *E.COMPARISONS, *E.LOGICAL, "ADD_N", "SELECT", "SELECT_V2")
+def write_plain(attrs: NoAttrs, op: ir.Operation, graph: ir.Graph) -> Any:
+    name = _EMPTY_OPTIONS.get(op.name)
+    return empty_options(name) if name else None
