@@ -51,7 +51,7 @@ def pad_value(node: Node, constant: np.ndarray | None) -> object:
 def expand_dims(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Insert a size-1 axis; a negative axis counts from the end of the output rank."""
     x, axis = inputs
-    axis = int_list(axis)[0]
+    axis = node.attrs.axis if node.attrs.axis is not None else int_list(axis)[0]
     return np.expand_dims(x, normalize_axis(node, axis, x.ndim + 1))
 
 
