@@ -71,9 +71,9 @@ def test_fold_tables_merges_outer_axes_and_keeps_padding_negative() -> None:
 
 
 def test_strided_slice_ranges_match_numpy() -> None:
-    from teflon_py.fallback.indexing import strided_slice_ranges
+    from teflon_py.ops.indexing import StridedSliceAttrs, strided_slice_ranges
 
-    opts = O.StridedSliceOptions(begin_mask=2, shrink_axis_mask=4)
+    opts = StridedSliceAttrs(begin_mask=2, shrink_axis_mask=4)
     shape, axes = strided_slice_ranges(opts, (5, 6, 7), [4, 9, 2], [0, 4, 3], [-2, 1, 1])
     assert shape == [5, 6, 7]
     assert axes == [range(4, 0, -2), range(4), 2]

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import movement as rules
+from teflon_py.ops import shape as shape_rules
+from teflon_py.ops.movement import mirror_indices, mirror_offset
 
 
 def dense(a: np.ndarray | np.generic) -> np.ndarray:
@@ -23,6 +26,11 @@ def dense(a: np.ndarray | np.generic) -> np.ndarray:
 def int_list(value: np.ndarray) -> list[int]:
     """A parameter tensor (scalar or vector of any integer type) as Python ints."""
     return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def label(node: Node) -> str:
+    """How the op layer's rules name the node in their errors."""
+    return node.op.describe()
 
 
 def normalize_axis(node: Node, axis: int, rank: int) -> int:
@@ -43,7 +51,7 @@ def pad_value(node: Node, constant: np.ndarray | None) -> object:
 def expand_dims(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Insert a size-1 axis; a negative axis counts from the end of the output rank."""
     x, axis = inputs
-    axis = int_list(axis)[0]
+    axis = node.attrs.axis if node.attrs.axis is not None else int_list(axis)[0]
     return np.expand_dims(x, normalize_axis(node, axis, x.ndim + 1))
 
 
@@ -51,9 +59,7 @@ def expand_dims(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def transpose(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Permute axes by ``perm`` (negative entries count from the end, as TFLite allows)."""
     x, perm = inputs
-    perm = [normalize_axis(node, p, x.ndim) for p in int_list(perm)]
-    if sorted(perm) != list(range(x.ndim)):
-        raise node.error(f"perm {perm} is not a permutation of {x.ndim} axes")
+    perm = rules.permutation(int_list(perm), x.ndim, label(node))
     return dense(np.transpose(x, perm))
 
 
@@ -61,25 +67,19 @@ def transpose(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def split(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Split into ``num_splits`` equal parts; operands are (axis, input)."""
     axis, x = inputs
-    axis = normalize_axis(node, int_list(axis)[0], x.ndim)
-    n = node.attrs.num_splits
-    if n <= 0 or x.shape[axis] % n:
-        raise node.error(f"cannot split dimension {x.shape[axis]} into {n} equal parts")
-    return [dense(p) for p in np.split(x, n, axis=axis)]
+    axis = node.attrs.axis if node.attrs.axis is not None else int_list(axis)[0]
+    axis = normalize_axis(node, axis, x.ndim)
+    sizes = rules.split_sizes(x.shape[axis], node.attrs.num_splits, label(node))
+    return [dense(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
 
 
 @register("SPLIT_V")
 def split_v(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Split into parts of the given sizes; one size may be -1 (the remainder)."""
     x, sizes, axis = inputs
-    axis = normalize_axis(node, int_list(axis)[0], x.ndim)
-    sizes = int_list(sizes)
-    if sizes.count(-1) > 1:
-        raise node.error("at most one split size may be -1")
-    if -1 in sizes:
-        sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
-    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
-        raise node.error(f"split sizes {sizes} do not add up to dimension {x.shape[axis]}")
+    axis = node.attrs.axis if node.attrs.axis is not None else int_list(axis)[0]
+    axis = normalize_axis(node, axis, x.ndim)
+    sizes = rules.split_v_sizes(x.shape[axis], int_list(sizes), label(node))
     return [dense(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
 
 
@@ -102,9 +102,7 @@ def unpack(node: Node, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
 def tile(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Repeat the whole tensor ``multiples[i]`` times along each axis."""
     x, multiples = inputs
-    multiples = int_list(multiples)
-    if len(multiples) != x.ndim or min(multiples, default=0) < 0:
-        raise node.error(f"multiples {multiples} do not fit an input of rank {x.ndim}")
+    multiples = rules.tile_multiples(int_list(multiples), x.ndim, label(node))
     return np.tile(x, multiples)
 
 
@@ -112,29 +110,20 @@ def tile(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def broadcast_to(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Broadcast to the shape given as a tensor (NumPy's rules, which are TFLite's)."""
     x, shape = inputs
-    try:
-        return np.array(np.broadcast_to(x, int_list(shape)))
-    except ValueError as e:
-        raise node.error(f"cannot broadcast {x.shape} to {int_list(shape)}") from e
+    return np.array(np.broadcast_to(x, shape_rules.broadcast_to_shape(x.shape, int_list(shape), label(node))))
 
 
 @register("BROADCAST_ARGS")
 def broadcast_args(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """The broadcast shape of two shape vectors, in their integer type."""
     s0, s1 = inputs
-    try:
-        shape = np.broadcast_shapes(tuple(int_list(s0)), tuple(int_list(s1)))
-    except ValueError as e:
-        raise node.error(f"shapes {int_list(s0)} and {int_list(s1)} do not broadcast") from e
+    shape = shape_rules.broadcast_shape(int_list(s0), int_list(s1), label(node))
     return np.array(shape, node.outputs[0].dtype)
 
 
 def pad_widths(node: Node, paddings: np.ndarray, rank: int) -> list[tuple[int, int]]:
     """A ``[rank, 2]`` paddings tensor as (before, after) pairs, all non-negative."""
-    p = np.asarray(paddings).astype(np.int64)
-    if p.shape != (rank, 2) or (p < 0).any():
-        raise node.error(f"paddings {p.tolist()} do not fit an input of rank {rank}")
-    return [(int(a), int(b)) for a, b in p]
+    return rules.pad_widths(paddings, rank, label(node))
 
 
 @register("PADV2")
@@ -145,26 +134,15 @@ def padv2(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     return np.pad(x, pad_widths(node, paddings, x.ndim), constant_values=value).astype(x.dtype, copy=False)
 
 
-def mirror_indices(out_size: int, left: int, size: int, offset: int) -> np.ndarray:
-    """Source index of each output position along one axis, TFLite's GetInputDimension formula."""
-    p = np.arange(out_size)
-    before = (left + offset - 1) - np.minimum(p, left - 1)
-    q = p - left - size
-    after_origin = size - 1 - offset
-    after = after_origin - np.minimum(q, after_origin)
-    return np.where(p < left, before, np.where(q >= 0, after, p - left))
-
-
 @register("MIRROR_PAD")
 def mirror_pad(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Pad by reflection: REFLECT (mode 0) excludes the edge, SYMMETRIC (mode 1) repeats it."""
     x, paddings = inputs
-    offset = 1 if node.attrs.mode == 0 else 0
+    offset = mirror_offset(node.attrs.mode)
     out = x
     for axis, (left, right) in enumerate(pad_widths(node, paddings, x.ndim)):
         size = x.shape[axis]
-        if left > size - offset or right > size - offset:
-            raise node.error(f"padding ({left}, {right}) too large for dimension {size} in this mode")
+        rules.mirror_check(size, left, right, node.attrs.mode, label(node))
         out = np.take(out, mirror_indices(size + left + right, left, size, offset), axis=axis)
     return dense(out)
 
@@ -174,9 +152,8 @@ def depth_to_space(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """NHWC: move ``b*b`` channel blocks into ``b x b`` spatial tiles (depth index (ih*b+iw)*C+c)."""
     x = inputs[0]
     b = node.attrs.block_size
+    rules.depth_to_space_shape(x.shape, b, label(node))
     n, h, w, c = x.shape
-    if b <= 0 or c % (b * b):
-        raise node.error(f"depth {c} is not divisible by block_size^2 = {b * b}")
     y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
     return dense(y).reshape(n, h * b, w * b, c // (b * b))
 
@@ -186,19 +163,15 @@ def space_to_depth(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """NHWC: fold each ``b x b`` spatial tile into channels, the inverse of DEPTH_TO_SPACE."""
     x = inputs[0]
     b = node.attrs.block_size
+    rules.space_to_depth_shape(x.shape, b, label(node))
     n, h, w, c = x.shape
-    if b <= 0 or h % b or w % b:
-        raise node.error(f"spatial size {h}x{w} is not divisible by block_size {b}")
     y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
     return dense(y).reshape(n, h // b, w // b, b * b * c)
 
 
 def block_shape(node: Node, block: np.ndarray, rank: int) -> list[int]:
     """The block shape as ints: positive, one per spatial axis between batch and the rest."""
-    block = int_list(block)
-    if rank < len(block) + 1 or min(block, default=1) < 1:
-        raise node.error(f"block shape {block} does not fit an input of rank {rank}")
-    return block
+    return rules.block_shape(int_list(block), rank, label(node))
 
 
 @register("SPACE_TO_BATCH_ND")
@@ -244,7 +217,7 @@ def batch_to_space_nd(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def reverse_v2(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Reverse the order of elements along each listed axis."""
     x, axes = inputs
-    axes = [normalize_axis(node, a, x.ndim) for a in int_list(axes)]
+    axes = rules.reverse_axes(int_list(axes), x.ndim, label(node))
     return dense(np.flip(x, axis=tuple(axes))) if axes else x.copy()
 
 
@@ -264,24 +237,8 @@ def rank(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
 def fill(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """A tensor of shape ``dims`` holding the scalar ``value`` (raw, quantized alike)."""
     dims, value = inputs
-    dims = int_list(dims)
-    if min(dims, default=0) < 0:
-        raise node.error(f"negative dimension in {dims}")
+    dims = shape_rules.fill_shape(int_list(dims), label(node))
     return np.full(dims, np.asarray(value).reshape(-1)[0], node.outputs[0].dtype)
-
-
-def range_size_int(node: Node, start: int, limit: int, delta: int) -> int:
-    """Element count of an integer RANGE: ceil(|limit - start| / |delta|)."""
-    if delta == 0 or not ((start >= limit and delta < 0) or (start <= limit and delta > 0)):
-        raise node.error(f"range({start}, {limit}, {delta}) is empty or endless")
-    return (abs(limit - start) + abs(delta) - 1) // abs(delta)
-
-
-def range_size_float(node: Node, start: np.float32, limit: np.float32, delta: np.float32) -> int:
-    """Element count of a float RANGE: ceil(|(limit - start) / delta|), in float32 like TFLite."""
-    if delta == 0 or not ((start >= limit and delta < 0) or (start <= limit and delta > 0)):
-        raise node.error(f"range({start}, {limit}, {delta}) is empty or endless")
-    return int(np.ceil(np.abs((limit - start) / delta)))
 
 
 def accumulate(start: np.ndarray, delta: np.ndarray, count: int) -> np.ndarray:
@@ -298,6 +255,4 @@ def range_(node: Node, inputs: Sequence[np.ndarray]) -> np.ndarray:
     start, limit, delta = (np.asarray(v).reshape(()) for v in inputs)
     if node.inputs[0].quantization is not None:
         raise node.error("quantized RANGE is not supported")
-    if start.dtype.kind == "f":
-        return accumulate(start, delta, range_size_float(node, start, limit, delta))
-    return accumulate(start, delta, range_size_int(node, int(start), int(limit), int(delta)))
+    return accumulate(start, delta, shape_rules.range_size(start, limit, delta, label(node)))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec
 
@@ -61,21 +62,24 @@ def param(graph: ir.Graph, op: ir.Operation, k: int) -> list[int]:
     return [int(v) for v in np.asarray(graph.tensors[op.inputs[k]].data).reshape(-1)]
 
 
-def normalize_axis(axis: int, rank: int) -> int:
-    """``axis`` in ``[-rank, rank)`` made non-negative; ValueError outside."""
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} out of range for rank {rank}")
-    return axis % rank
+def values(tensor: ir.Tensor | None) -> list[int]:
+    """A constant operand (the registry has checked it is constant) as Python ints."""
+    return [int(v) for v in np.asarray(tensor.data).reshape(-1)]
 
 
-def options(op: ir.Operation, cls: type) -> Any:
-    """The op's options, or the schema defaults when the model omits them."""
-    return op.attrs if op.attrs is not None else cls()
+def refuse(message: str) -> UnsupportedError:
+    """What a plan raises for a valid op these kernels do not compute (its check's reason)."""
+    return UnsupportedError(message)
 
 
 def data_reason(graph: ir.Graph, tensors: Sequence[int]) -> str | None:
     """Why raw copies between ``tensors`` would be wrong or overflow the kernels' int indices."""
-    ts = [graph.tensors[t] for t in tensors if t != ir.NO_TENSOR]
+    return copy_reason([graph.tensors[t] for t in tensors if t != ir.NO_TENSOR])
+
+
+def copy_reason(ts: Sequence[ir.Tensor | None]) -> str | None:
+    """``data_reason`` of tensors themselves (None entries: absent operands)."""
+    ts = [t for t in ts if t is not None]
     for t in ts:
         if elements(t.shape) > MAX_ELEMENTS:
             return f"{t.describe()} holds 2^31 or more elements"
@@ -85,14 +89,14 @@ def data_reason(graph: ir.Graph, tensors: Sequence[int]) -> str | None:
     return None
 
 
-def data_operands(op: ir.Operation, params: Sequence[int]) -> list[int]:
-    """The op's inputs that are not parameters, and its outputs."""
-    return [t for k, t in enumerate(op.inputs) if k not in params] + list(op.outputs)
+def data_tensors(ts: Any, params: Sequence[int]) -> list[ir.Tensor]:
+    """An op's input tensors that are not parameters, and its outputs (``ts``: OpTensors)."""
+    return [t for k, t in enumerate(ts.inputs) if k not in params and t is not None] + list(ts.outputs)
 
 
-def shape_reason(graph: ir.Graph, op: ir.Operation, k: int, expected: Sequence[int]) -> str | None:
-    """Why output ``k`` cannot be the planned one: a shape other than ``expected``."""
-    actual = tuple(graph.tensors[op.outputs[k]].shape)
+def output_reason(ts: Any, k: int, expected: Sequence[int]) -> str | None:
+    """Why output ``k`` of ``ts`` (OpTensors) cannot be the planned one: another shape."""
+    actual = tuple(ts.outputs[k].shape)
     if actual == tuple(expected):
         return None
     return f"output {k} has shape {list(actual)}, expected {list(expected)}"
@@ -124,6 +128,15 @@ def collapse(copy: Copy) -> list[tuple[int, int, int]]:
         else:
             merged.append((n, s, d))
     return merged or [(1, 1, 1)]
+
+
+def launches_reason(copy: Copy) -> str | None:
+    """Why ``copy`` takes too many launches (more than ``MAX_LAUNCHES``), or None."""
+    outer = collapse(copy)[:-RANK]
+    count = elements([n for n, _, _ in outer])
+    if count > MAX_LAUNCHES:
+        return f"a copy over {len(outer) + RANK} dimensions would take {count} launches"
+    return None
 
 
 def copy_specs(sfx: str, copy: Copy) -> list[KernelSpec]:
@@ -258,8 +271,13 @@ def table_spec(sfx: str, tables: Sequence[np.ndarray], value: np.generic) -> Ker
 
 def table_reason(graph: ir.Graph, x: int) -> str | None:
     """Table offsets stay above the padding mark: inputs of fewer than 2^28 elements."""
-    if elements(graph.tensors[x].shape) >= -PAD_MARK:
-        return f"{graph.tensors[x].describe()} holds 2^28 or more elements"
+    return tensor_table_reason(graph.tensors[x])
+
+
+def tensor_table_reason(t: ir.Tensor) -> str | None:
+    """``table_reason`` of the tensor itself."""
+    if elements(t.shape) >= -PAD_MARK:
+        return f"{t.describe()} holds 2^28 or more elements"
     return None
 
 

@@ -9,8 +9,11 @@ bits (one per element size), with sizes, strides and offsets as kernel arguments
   RESIZE_NEAREST_NEIGHBOR in ``ops_resize``; a constant pad (PAD, PADV2 in ``ops_shape``);
 - a row gather (GATHER: constant positions, or runtime int32 ones) and ONE_HOT.
 
-Each op has one ``plan_<op>(graph, op)``, pure, that both its check and its emitter call: the check
-cannot claim what the emitter cannot build. Quantized tensors pass through as raw integers, so
+Each op has one ``plan_<op>(attrs, tensors)``, pure, that both its check and its emitter call: the
+check cannot claim what the emitter cannot build. A plan applies the op layer's rules
+(``teflon_py.ops``: a ModelError for a broken model) and raises UnsupportedError (``refuse``) for
+what these kernels do not compute; its check turns only the latter into a reason. Copies name
+their source by operand number, which the emitter resolves through ``ctx.input``. Quantized tensors pass through as raw integers, so
 every data operand and output must share one quantization ("requantizing copy not supported").
 Zero-copy CONCATENATION/SPLIT would need aliases at an offset, which partitions do not place
 (arena tensors are sub-buffers aligned to 128 bytes or more): every part is copied. The copy
@@ -21,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.fallback.indexing import strided_slice_ranges
+from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.movement_plan import (
     FILES,
@@ -35,41 +38,32 @@ from teflon_py.opencl.kernels.movement_plan import (
     Copy,
     Gather,
     Moves,
+    copy_reason,
     copy_specs,
-    data_operands,
-    data_reason,
+    data_tensors,
     dense_strides,
-    dtype_name,
     elements,
     fill_value,
-    fold_tables,
-    normalize_axis,
-    options,
-    param,
+    launches_reason,
+    output_reason,
     permute,
-    shape_reason,
+    refuse,
     split_moves,
-    suffix,
-    table_reason,
     table_spec,
+    tensor_table_reason,
+    values,
 )
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.tflite.options import (
-    DepthToSpaceOptions,
-    GatherOptions,
-    OneHotOptions,
-    PackOptions,
-    SpaceToDepthOptions,
-    SplitOptions,
-    StridedSliceOptions,
-    UnpackOptions,
-)
+from teflon_py.opencl.registry import OpTensors, register
+from teflon_py.ops import indexing as irules
+from teflon_py.ops import movement as rules
+from teflon_py.ops import shape as srules
+from teflon_py.ops.indexing import strided_slice_ranges
 
-if TYPE_CHECKING:  # lowering imports every ops_* module: import it only once this one is defined
-    from teflon_py.opencl.registry import EmitContext, Ref
+LABEL = "OpenCL"  # how the op layer's rules name the op in a ModelError raised while planning
 
 
-def launch(ctx: EmitContext, spec: KernelSpec, **bindings: Ref) -> None:
+def launch(ctx: Any, spec: KernelSpec, **bindings: Any) -> None:
     """``ctx.launch``, with graph constants moved into the spec's own constants: their bytes reach
     the kernel as they are, whatever a partition does with the constant tensors it places."""
     constants = {}
@@ -83,96 +77,88 @@ def launch(ctx: EmitContext, spec: KernelSpec, **bindings: Ref) -> None:
     ctx.launch(spec, **bindings)
 
 
+def sfx_of(t: ir.Tensor) -> str:
+    """The kernel suffix for the elements of ``t``."""
+    return SUFFIX[np.dtype(t.dtype).name]
+
+
+def _name(t: ir.Tensor) -> str:
+    return np.dtype(t.dtype).name
+
+
 # -- copy-based ops ----------------------------------------------------------------------------
 
 
-def plan_split(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_split(attrs: rules.SplitAttrs, ts: OpTensors) -> Moves:
     """SPLIT (axis, input): ``num_splits`` equal parts."""
-    x = op.inputs[1]
-    shape = tuple(graph.tensors[x].shape)
-    axis = normalize_axis(param(graph, op, 0)[0], len(shape))
-    n = options(op, SplitOptions).num_splits
-    if n != len(op.outputs) or n <= 0 or shape[axis] % n:
-        raise ValueError(f"cannot split dimension {shape[axis]} into {n} equal parts")
-    return split_moves(x, shape, axis, [shape[axis] // n] * n)
+    x = ts.input(1)
+    shape = tuple(x.shape)
+    axis = rules.normalize_axis(attrs.axis if attrs.axis is not None else values(ts.input(0))[0],
+                                len(shape), LABEL)
+    sizes = rules.split_sizes(shape[axis], attrs.num_splits, LABEL)
+    if len(sizes) != len(ts.outputs):
+        raise refuse(f"{len(sizes)} parts for {len(ts.outputs)} outputs")
+    return split_moves(1, shape, axis, sizes)
 
 
-def plan_split_v(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_split_v(attrs: rules.SplitAttrs, ts: OpTensors) -> Moves:
     """SPLIT_V (input, sizes, axis): parts of the given sizes, one of them -1 (the remainder)."""
-    x = op.inputs[0]
-    shape = tuple(graph.tensors[x].shape)
-    axis = normalize_axis(param(graph, op, 2)[0], len(shape))
-    sizes = param(graph, op, 1)
-    if sizes.count(-1) > 1:
-        raise ValueError("at most one split size may be -1")
-    if -1 in sizes:
-        sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
-    if sum(sizes) != shape[axis] or min(sizes, default=0) < 0 or len(sizes) != len(op.outputs):
-        raise ValueError(f"split sizes {sizes} do not add up to dimension {shape[axis]}")
-    return split_moves(x, shape, axis, sizes)
+    shape = tuple(ts.input(0).shape)
+    axis = rules.normalize_axis(attrs.axis if attrs.axis is not None else values(ts.input(2))[0],
+                                len(shape), LABEL)
+    sizes = rules.split_v_sizes(shape[axis], values(ts.input(1)), LABEL)
+    if len(sizes) != len(ts.outputs):
+        raise refuse(f"{len(sizes)} parts for {len(ts.outputs)} outputs")
+    return split_moves(0, shape, axis, sizes)
 
 
-def plan_unpack(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_unpack(attrs: rules.UnpackAttrs, ts: OpTensors) -> Moves:
     """UNPACK: output k is index k along ``axis``, that axis removed."""
-    x = op.inputs[0]
-    shape = tuple(graph.tensors[x].shape)
-    axis = normalize_axis(options(op, UnpackOptions).axis, len(shape))
-    if len(op.outputs) != shape[axis]:
-        raise ValueError(f"{len(op.outputs)} outputs for dimension {shape[axis]}")
-    moves = split_moves(x, shape, axis, [1] * shape[axis])
+    shape = tuple(ts.input(0).shape)
+    axis = rules.normalize_axis(attrs.axis, len(shape), LABEL)
+    if len(ts.outputs) != shape[axis]:
+        raise refuse(f"{len(ts.outputs)} outputs for dimension {shape[axis]}")
+    moves = split_moves(0, shape, axis, [1] * shape[axis])
     moves.shapes = {k: s[:axis] + s[axis + 1:] for k, s in moves.shapes.items()}
     return moves
 
 
-def plan_pack(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_pack(attrs: rules.PackAttrs, ts: OpTensors) -> Moves:
     """PACK: input k becomes index k along a new ``axis``."""
-    shape = tuple(graph.tensors[op.inputs[0]].shape)
-    axis = normalize_axis(options(op, PackOptions).axis, len(shape) + 1)
-    out = shape[:axis] + (len(op.inputs),) + shape[axis:]
+    shape = tuple(ts.input(0).shape)
+    axis = rules.normalize_axis(attrs.axis, len(shape) + 1, LABEL)
+    out = shape[:axis] + (len(ts.inputs),) + shape[axis:]
     strides = dense_strides(out)
     dst = strides[:axis] + strides[axis + 1:]
     copies = []
-    for k, t in enumerate(op.inputs):
-        if tuple(graph.tensors[t].shape) != shape:
-            raise ValueError(f"input {k} has shape {list(graph.tensors[t].shape)}, input 0 {list(shape)}")
-        copies.append((Copy(shape, dense_strides(shape), dst, 0, k * strides[axis]), t, 0))
+    for k, t in enumerate(ts.inputs):
+        if tuple(t.shape) != shape:
+            raise refuse(f"input {k} has shape {list(t.shape)}, input 0 {list(shape)}")
+        copies.append((Copy(shape, dense_strides(shape), dst, 0, k * strides[axis]), k, 0))
     return Moves(copies, {0: out})
 
 
-def plan_transpose(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_transpose(attrs: Any, ts: OpTensors) -> Moves:
     """TRANSPOSE by a constant ``perm`` (negative entries count from the end)."""
-    x = op.inputs[0]
-    shape = tuple(graph.tensors[x].shape)
-    perm = [normalize_axis(p, len(shape)) for p in param(graph, op, 1)]
-    if sorted(perm) != list(range(len(shape))):
-        raise ValueError(f"perm {perm} is not a permutation of {len(shape)} axes")
-    copy = permute(shape, perm)
-    return Moves([(copy, x, 0)], {0: copy.dims})
+    shape = tuple(ts.input(0).shape)
+    copy = permute(shape, rules.permutation(values(ts.input(1)), len(shape), LABEL))
+    return Moves([(copy, 0, 0)], {0: copy.dims})
 
 
-def plan_slice(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_slice(attrs: Any, ts: OpTensors) -> Moves:
     """SLICE: ``input[begin : begin + size]`` per axis, size -1 up to the end."""
-    x = op.inputs[0]
-    shape = tuple(graph.tensors[x].shape)
-    begin, size = param(graph, op, 1), param(graph, op, 2)
-    if len(begin) != len(shape) or len(size) != len(shape):
-        raise ValueError(f"begin {begin} / size {size} do not fit an input of rank {len(shape)}")
-    dims = []
-    for b, s, d in zip(begin, size, shape):
-        end = d if s == -1 else b + s
-        if not 0 <= b <= end <= d:
-            raise ValueError(f"slice [{b}, {end}) is out of range for dimension {d}")
-        dims.append(end - b)
+    shape = tuple(ts.input(0).shape)
+    bounds = irules.slice_bounds(shape, values(ts.input(1)), values(ts.input(2)), LABEL)
+    dims = [e - b for b, e in bounds]
     strides = dense_strides(shape)
-    copy = Copy(tuple(dims), strides, dense_strides(dims), sum(b * s for b, s in zip(begin, strides)))
-    return Moves([(copy, x, 0)], {0: copy.dims})
+    copy = Copy(tuple(dims), strides, dense_strides(dims), sum(b * s for (b, _), s in zip(bounds, strides)))
+    return Moves([(copy, 0, 0)], {0: copy.dims})
 
 
-def plan_strided_slice(graph: ir.Graph, op: ir.Operation) -> Moves:
-    """STRIDED_SLICE with every mask: the fallback's index computation, done once at compile time."""
-    x = op.inputs[0]
-    view, axes = strided_slice_ranges(options(op, StridedSliceOptions), graph.tensors[x].shape,
-                                      param(graph, op, 1), param(graph, op, 2), param(graph, op, 3))
+def plan_strided_slice(attrs: irules.StridedSliceAttrs, ts: OpTensors) -> Moves:
+    """STRIDED_SLICE with every mask: the op layer's index computation, done once at compile time."""
+    view, axes = strided_slice_ranges(attrs, ts.input(0).shape, values(ts.input(1)), values(ts.input(2)),
+                                      values(ts.input(3)), label=LABEL)
     strides = dense_strides(view)
     dims, src, offset = [], [], 0
     for a, s in zip(axes, strides):
@@ -183,106 +169,83 @@ def plan_strided_slice(graph: ir.Graph, op: ir.Operation) -> Moves:
         src.append(a.step * s)
         if a:
             offset += a.start * s
-    return Moves([(Copy(tuple(dims), tuple(src), dense_strides(dims), offset), x, 0)], {0: tuple(dims)})
+    return Moves([(Copy(tuple(dims), tuple(src), dense_strides(dims), offset), 0, 0)], {0: tuple(dims)})
 
 
-def block_size(op: ir.Operation, cls: type) -> int:
-    """DEPTH_TO_SPACE / SPACE_TO_DEPTH's block size, which must be positive."""
-    b = options(op, cls).block_size
-    if b <= 0:
-        raise ValueError(f"block size {b}")
-    return b
-
-
-def plan_depth_to_space(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_depth_to_space(attrs: rules.BlockAttrs, ts: OpTensors) -> Moves:
     """NHWC: channel blocks (ih*b + iw)*C + c into b x b spatial tiles."""
-    x = op.inputs[0]
-    n, h, w, c = graph.tensors[x].shape
-    b = block_size(op, DepthToSpaceOptions)
-    if c % (b * b):
-        raise ValueError(f"depth {c} is not divisible by block_size^2 = {b * b}")
+    shape = tuple(ts.input(0).shape)
+    out = rules.depth_to_space_shape(shape, attrs.block_size, LABEL)
+    n, h, w, c = shape
+    b = attrs.block_size
     copy = permute((n, h, w, b, b, c // (b * b)), (0, 1, 3, 2, 4, 5))
-    return Moves([(copy, x, 0)], {0: (n, h * b, w * b, c // (b * b))})
+    return Moves([(copy, 0, 0)], {0: out})
 
 
-def plan_space_to_depth(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_space_to_depth(attrs: rules.BlockAttrs, ts: OpTensors) -> Moves:
     """NHWC: each b x b spatial tile folded into channels."""
-    x = op.inputs[0]
-    n, h, w, c = graph.tensors[x].shape
-    b = block_size(op, SpaceToDepthOptions)
-    if h % b or w % b:
-        raise ValueError(f"spatial size {h}x{w} is not divisible by block_size {b}")
+    shape = tuple(ts.input(0).shape)
+    out = rules.space_to_depth_shape(shape, attrs.block_size, LABEL)
+    n, h, w, c = shape
+    b = attrs.block_size
     copy = permute((n, h // b, b, w // b, b, c), (0, 1, 3, 2, 4, 5))
-    return Moves([(copy, x, 0)], {0: (n, h // b, w // b, b * b * c)})
+    return Moves([(copy, 0, 0)], {0: out})
 
 
-def plan_reverse_v2(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_reverse_v2(attrs: Any, ts: OpTensors) -> Moves:
     """REVERSE_V2: a copy that walks the listed axes backwards."""
-    x = op.inputs[0]
-    shape = tuple(graph.tensors[x].shape)
-    axes = {normalize_axis(a, len(shape)) for a in param(graph, op, 1)}
+    shape = tuple(ts.input(0).shape)
+    axes = set(rules.reverse_axes(values(ts.input(1)), len(shape), LABEL))
     strides = dense_strides(shape)
     src = tuple(-s if k in axes else s for k, s in enumerate(strides))
     offset = sum((shape[k] - 1) * strides[k] for k in axes)
-    return Moves([(Copy(shape, src, strides, offset), x, 0)], {0: shape})
+    return Moves([(Copy(shape, src, strides, offset), 0, 0)], {0: shape})
 
 
-def plan_broadcast_to(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_broadcast_to(attrs: Any, ts: OpTensors) -> Moves:
     """BROADCAST_TO: a copy that reads broadcast axes with stride 0."""
-    x = op.inputs[0]
-    out = tuple(param(graph, op, 1))
-    shape = (1,) * (len(out) - len(graph.tensors[x].shape)) + tuple(graph.tensors[x].shape)
-    if len(shape) != len(out) or any(d not in (1, o) for d, o in zip(shape, out)):
-        raise ValueError(f"cannot broadcast {list(graph.tensors[x].shape)} to {list(out)}")
+    x = tuple(ts.input(0).shape)
+    out = srules.broadcast_to_shape(x, values(ts.input(1)), LABEL)
+    shape = (1,) * (len(out) - len(x)) + x
     src = tuple(s if d == o else 0 for d, o, s in zip(shape, out, dense_strides(shape)))
-    return Moves([(Copy(out, src, dense_strides(out)), x, 0)], {0: out})
+    return Moves([(Copy(out, src, dense_strides(out)), 0, 0)], {0: out})
 
 
-MovesPlan = Callable[[ir.Graph, ir.Operation], Moves]
+MovesPlan = Callable[[Any, OpTensors], Moves]
 
 
-def moves_checker(plan: MovesPlan, params: Sequence[int]) -> Callable[[ir.Graph, ir.Operation], str | None]:
-    """The check of a copy-based op: its plan builds, the output shapes agree, the data can be copied."""
+def moves_reason(attrs: Any, ts: OpTensors, plan: MovesPlan) -> str | None:
+    """Why a copy plan cannot serve the op: it refuses, a copy takes too many launches, or its
+    output shapes disagree."""
+    try:
+        moves = plan(attrs, ts)
+    except UnsupportedError as e:
+        return str(e)
+    reasons = [launches_reason(copy) for copy, _, _ in moves.copies]
+    reasons += [output_reason(ts, k, shape) for k, shape in moves.shapes.items()]
+    return next((r for r in reasons if r), None)
 
-    def check(graph: ir.Graph, op: ir.Operation) -> str | None:
-        return data_reason(graph, data_operands(op, params)) or moves_reason(graph, op, plan)
+
+def moves_checker(plan: MovesPlan, params: Sequence[int]) -> Callable[[Any, OpTensors, Any], str | None]:
+    """The check of a copy-based op: the data can be copied, its plan builds, the shapes agree."""
+
+    def check(attrs: Any, ts: OpTensors, caps: Any) -> str | None:
+        return copy_reason(data_tensors(ts, params)) or moves_reason(attrs, ts, plan)
 
     return check
 
 
-def moves_reason(graph: ir.Graph, op: ir.Operation, plan: MovesPlan) -> str | None:
-    """Why a copy plan cannot serve ``op``: it does not build, or its output shapes disagree."""
-    try:
-        moves = plan(graph, op)
-        for copy, _, _ in moves.copies:
-            copy_specs("u8", copy)
-    except ValueError as e:
-        return str(e)
-    reasons = (shape_reason(graph, op, k, shape) for k, shape in moves.shapes.items())
-    return next((r for r in reasons if r), None)
-
-
-def emit_moves(ctx: EmitContext, op: ir.Operation, moves: Moves) -> None:
+def emit_moves(ctx: Any, moves: Moves) -> None:
     """One strided-copy launch (or a few) per planned copy."""
-    sfx = suffix(ctx.graph, op.outputs[0])
+    sfx = sfx_of(ctx.graph.tensors[ctx.op.outputs[0]])
     for copy, src, k in moves.copies:
         for spec in copy_specs(sfx, copy):
-            launch(ctx, spec, input=src, output=ctx.output(op, k))
+            launch(ctx, spec, input=ctx.input(src), output=ctx.output(k))
 
 
-def movement(*ops: str, check: Callable[[ir.Graph, ir.Operation], str | None], params: tuple[int, ...] = (),
-             kinds: Sequence[str] = KINDS, extra: tuple[str, ...] = ()) -> Callable:
-    """Register the decorated emitter for ``ops`` and each data dtype in ``kinds`` (``extra``:
-    dtypes other operands may have, e.g. int32 positions)."""
-
-    def wrap(fn: Callable[[EmitContext, ir.Operation], None]) -> Callable[[EmitContext, ir.Operation], None]:
-        from teflon_py.opencl.registry import lowering
-
-        for kind in kinds:
-            lowering(*ops, kind=kind, dtypes=(kind, *extra), check=check, params=params, max_rank=None)(fn)
-        return fn
-
-    return wrap
+def tensors(ctx: Any) -> OpTensors:
+    """What the op's plan reads, from an emitter's context."""
+    return OpTensors.of(ctx.graph, ctx.op)
 
 
 #: copy-based op -> (plan, operands that must be constant)
@@ -301,55 +264,54 @@ MOVES: dict[str, tuple[MovesPlan, tuple[int, ...]]] = {
 }
 
 
-def copies(ctx: EmitContext, op: ir.Operation) -> None:
+def copies(ctx: Any, attrs: Any) -> None:
     """Emitter of every op in ``MOVES``."""
-    emit_moves(ctx, op, MOVES[op.name][0](ctx.graph, op))
+    emit_moves(ctx, MOVES[ctx.op.name][0](attrs, tensors(ctx)))
 
 
 # -- table gathers ------------------------------------------------------------------------------
 
 
-def plan_tile(graph: ir.Graph, op: ir.Operation) -> Gather:
+def plan_tile(attrs: Any, ts: OpTensors) -> Gather:
     """TILE: output index i along axis k reads input index i mod size."""
-    shape = graph.tensors[op.inputs[0]].shape
-    multiples = param(graph, op, 1)
-    if len(multiples) != len(shape) or min(multiples, default=1) < 1:
-        raise ValueError(f"multiples {multiples} do not fit an input of rank {len(shape)}")
+    shape = tuple(ts.input(0).shape)
+    multiples = rules.tile_multiples(values(ts.input(1)), len(shape), LABEL)
+    if min(multiples, default=1) < 1:
+        raise refuse(f"multiples {multiples} give an empty output")
     strides = dense_strides(shape)
     tables = [(np.arange(d * m) % d) * s for d, m, s in zip(shape, multiples, strides)]
     return Gather(tables, tuple(d * m for d, m in zip(shape, multiples)))
 
 
-TablePlan = Callable[[ir.Graph, ir.Operation], Gather]
+TablePlan = Callable[[Any, OpTensors], Gather]
 
 
-def table_checker(plan: TablePlan, params: Sequence[int]) -> Callable[[ir.Graph, ir.Operation], str | None]:
+def table_checker(plan: TablePlan, params: Sequence[int]) -> Callable[[Any, OpTensors, Any], str | None]:
     """The check of a table-gather op: raw copies, an input the tables can address, its plan."""
 
-    def check(graph: ir.Graph, op: ir.Operation) -> str | None:
-        reason = data_reason(graph, data_operands(op, params)) or table_reason(graph, op.inputs[0])
+    def check(attrs: Any, ts: OpTensors, caps: Any) -> str | None:
+        reason = copy_reason(data_tensors(ts, params)) or tensor_table_reason(ts.input(0))
         if reason:
             return reason
         try:
-            gather = plan(graph, op)
-            fold_tables(gather.tables)
-        except ValueError as e:
+            gather = plan(attrs, ts)
+        except UnsupportedError as e:
             return str(e)
-        return shape_reason(graph, op, 0, gather.shape)
+        return output_reason(ts, 0, gather.shape)
 
     return check
 
 
-def emit_table(ctx: EmitContext, op: ir.Operation, gather: Gather) -> None:
+def emit_table(ctx: Any, gather: Gather) -> None:
     """One table-gather launch from input 0."""
-    x = op.inputs[0]
-    spec = table_spec(suffix(ctx.graph, x), gather.tables, fill_value(0, dtype_name(ctx.graph, x)))
-    launch(ctx, spec, input=x, output=ctx.output(op))
+    x = ctx.graph.tensors[ctx.input(0)]
+    spec = table_spec(sfx_of(x), gather.tables, fill_value(0, _name(x)))
+    launch(ctx, spec, input=ctx.input(0), output=ctx.output())
 
 
-def tile(ctx: EmitContext, op: ir.Operation) -> None:
+def tile(ctx: Any, attrs: Any) -> None:
     """TILE: one table gather."""
-    emit_table(ctx, op, plan_tile(ctx.graph, op))
+    emit_table(ctx, plan_tile(attrs, tensors(ctx)))
 
 
 # -- GATHER and ONE_HOT -------------------------------------------------------------------------
@@ -368,38 +330,30 @@ class Positions:
     shape: tuple[int, ...]
 
 
-def plan_gather(graph: ir.Graph, op: ir.Operation) -> Positions:
+def plan_gather(attrs: irules.GatherAttrs, ts: OpTensors) -> Positions:
     """GATHER: positions constant (any integer type) or runtime int32, any batch_dims."""
-    x, idx = (graph.tensors[t] for t in op.inputs)
-    opts = options(op, GatherOptions)
-    axis = normalize_axis(opts.axis, len(x.shape))
-    bd = opts.batch_dims + (len(idx.shape) if opts.batch_dims < 0 else 0)
-    if not 0 <= bd <= min(axis, len(idx.shape)) or tuple(x.shape[:bd]) != tuple(idx.shape[:bd]):
-        raise ValueError(f"batch_dims {opts.batch_dims} does not fit input {list(x.shape)}, "
-                         f"positions {list(idx.shape)}")
+    x, idx = ts.input(0), ts.input(1)
+    axis, bd, shape = irules.gather_geometry(x.shape, idx.shape, attrs, LABEL)
     if idx.is_constant:
-        pos = np.asarray(idx.data)
-        if pos.size and (pos.min() < 0 or pos.max() >= x.shape[axis]):
-            raise ValueError(f"gather index out of range [0, {x.shape[axis]})")
+        irules.check_indices(idx.data, x.shape[axis], "gather", LABEL)
     elif idx.dtype != np.int32:
-        raise ValueError(f"runtime {np.dtype(idx.dtype).name} positions not supported (int32 only)")
-    shape = tuple(x.shape[:axis]) + tuple(idx.shape[bd:]) + tuple(x.shape[axis + 1:])
+        raise refuse(f"runtime {np.dtype(idx.dtype).name} positions not supported (int32 only)")
     return Positions(elements(x.shape[:bd]), elements(x.shape[bd:axis]), x.shape[axis],
                      elements(x.shape[axis + 1:]), elements(idx.shape[bd:]), shape)
 
 
-def check_gather(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_gather(attrs: irules.GatherAttrs, ts: OpTensors, caps: Any) -> str | None:
     """GATHER: one element type in and out, raw copies, a plan that builds, its output shape."""
-    if dtype_name(graph, op.outputs[0]) != dtype_name(graph, op.inputs[0]):
+    if _name(ts.outputs[0]) != _name(ts.input(0)):
         return "output type differs from the input's"
-    reason = data_reason(graph, [op.inputs[0], op.outputs[0]])
+    reason = copy_reason([ts.input(0), ts.outputs[0]])
     if reason:
         return reason
     try:
-        plan = plan_gather(graph, op)
-    except ValueError as e:
+        plan = plan_gather(attrs, ts)
+    except UnsupportedError as e:
         return str(e)
-    return shape_reason(graph, op, 0, plan.shape)
+    return output_reason(ts, 0, plan.shape)
 
 
 def gather_spec(sfx: str, plan: Positions) -> KernelSpec:
@@ -412,16 +366,16 @@ def gather_spec(sfx: str, plan: Positions) -> KernelSpec:
                       local_size=(1, 1), args=("input", "indices", "output", *args), scalars=args)
 
 
-def gather(ctx: EmitContext, op: ir.Operation) -> None:
+def gather(ctx: Any, attrs: irules.GatherAttrs) -> None:
     """One row gather; constant positions are uploaded as int32, runtime ones read as they come."""
-    x, idx = op.inputs
-    spec = gather_spec(suffix(ctx.graph, x), plan_gather(ctx.graph, op))
+    x, idx = ctx.input(0), ctx.input(1)
+    spec = gather_spec(sfx_of(ctx.graph.tensors[x]), plan_gather(attrs, tensors(ctx)))
     positions = ctx.constant(idx)
     if positions is not None:
         spec = dataclasses.replace(spec, constants={"indices": np.asarray(positions, np.int32)})
-        launch(ctx, spec, input=x, output=ctx.output(op))
+        launch(ctx, spec, input=x, output=ctx.output())
     else:
-        launch(ctx, spec, input=x, indices=idx, output=ctx.output(op))
+        launch(ctx, spec, input=x, indices=idx, output=ctx.output())
 
 
 @dataclass
@@ -435,54 +389,57 @@ class OneHot:
     shape: tuple[int, ...]
 
 
-def plan_one_hot(graph: ir.Graph, op: ir.Operation) -> OneHot:
+def plan_one_hot(attrs: irules.OneHotAttrs, ts: OpTensors) -> OneHot:
     """ONE_HOT: constant depth, on and off values of the output's type, the new axis."""
-    idx, _, on, off = (graph.tensors[t] for t in op.inputs)
-    y = graph.tensors[op.outputs[0]]
-    dtype = np.dtype(y.dtype).name
+    idx, depth, on, off = (ts.input(k) for k in range(4))
+    y = ts.outputs[0]
+    dtype = _name(y)
     if dtype not in SUFFIX:
-        raise ValueError(f"{dtype} outputs not supported")
+        raise refuse(f"{dtype} outputs not supported")
     if on.dtype != y.dtype or off.dtype != y.dtype or elements(on.shape) != 1 or elements(off.shape) != 1:
-        raise ValueError("on and off values must be single elements of the output's type")
-    depth = param(graph, op, 1)[0]
-    axis = normalize_axis(options(op, OneHotOptions).axis, len(idx.shape) + 1)
-    shape = tuple(idx.shape[:axis]) + (depth,) + tuple(idx.shape[axis:])
+        raise refuse("on and off values must be single elements of the output's type")
+    depth = values(depth)[0]
+    shape = irules.one_hot_shape(idx.shape, depth, attrs.axis, LABEL)
+    axis = rules.normalize_axis(attrs.axis, len(idx.shape) + 1, LABEL)
     on_v, off_v = (fill_value(np.asarray(t.data).reshape(-1)[0], dtype) for t in (on, off))
     return OneHot(depth, elements(idx.shape[axis:]), on_v, off_v, shape)
 
 
-def check_one_hot(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_one_hot(attrs: irules.OneHotAttrs, ts: OpTensors, caps: Any) -> str | None:
     """ONE_HOT: four operands, an output type the kernels store, its plan and output shape."""
-    if len(op.inputs) != 4:
+    if len(ts.inputs) != 4 or any(t is None for t in ts.inputs):
         return "needs indices, depth, on and off values"
-    reason = data_reason(graph, list(op.outputs))
+    reason = copy_reason(list(ts.outputs))
     if reason:
         return reason
     try:
-        plan = plan_one_hot(graph, op)
-    except ValueError as e:
+        plan = plan_one_hot(attrs, ts)
+    except UnsupportedError as e:
         return str(e)
-    return shape_reason(graph, op, 0, plan.shape)
+    return output_reason(ts, 0, plan.shape)
 
 
-def one_hot(ctx: EmitContext, op: ir.Operation) -> None:
+def one_hot(ctx: Any, attrs: irules.OneHotAttrs) -> None:
     """One flat ONE_HOT launch; of int64 indices only the low int word counts (TFLite casts to int)."""
-    plan = plan_one_hot(ctx.graph, op)
+    plan = plan_one_hot(attrs, tensors(ctx))
     n = elements(plan.shape)
     (pieces, _), _, chunk = kernels.row_blocks(1, n)
-    wide = int(dtype_name(ctx.graph, op.inputs[0]) == "int64")
+    wide = int(_name(ctx.graph.tensors[ctx.input(0)]) == "int64")
     args = {**kernels.scalars(n=n, chunk=chunk, depth=plan.depth, inner=plan.inner, wide=wide),
             "on": plan.on, "off": plan.off}
-    spec = KernelSpec(files=FILES, name=f"one_hot_{suffix(ctx.graph, op.outputs[0])}", defines={},
+    spec = KernelSpec(files=FILES, name=f"one_hot_{sfx_of(ctx.graph.tensors[ctx.op.outputs[0]])}", defines={},
                       global_size=(pieces,), local_size=(1,), args=("indices", "output", *args), scalars=args)
-    launch(ctx, spec, indices=op.inputs[0], output=ctx.output(op))
+    launch(ctx, spec, indices=ctx.input(0), output=ctx.output())
 
 
-# -- registrations: last, so that ops_shape and ops_resize, which lowering imports meanwhile, find
-# everything above defined even when this module is imported first ------------------------------
+# -- registrations ------------------------------------------------------------------------------
 
-for _name, (_plan, _params) in MOVES.items():
-    movement(_name, check=moves_checker(_plan, _params), params=_params)(copies)
-movement("TILE", check=table_checker(plan_tile, (1,)), params=(1,))(tile)
-movement("GATHER", check=check_gather, extra=("int32", "int64", "int16"))(gather)
-movement("ONE_HOT", check=check_one_hot, params=(1, 2, 3), kinds=("int32", "int64"), extra=KINDS)(one_hot)
+for _kind in KINDS:
+    for _name_, (_plan, _params) in MOVES.items():
+        register(_name_, kind=_kind, check=moves_checker(_plan, _params), params=_params, max_rank=None)(copies)
+    register("TILE", kind=_kind, check=table_checker(plan_tile, (1,)), params=(1,), max_rank=None)(tile)
+    register("GATHER", kind=_kind, dtypes=(_kind, "int32", "int64", "int16"), check=check_gather,
+             max_rank=None)(gather)
+for _kind in ("int32", "int64"):
+    register("ONE_HOT", kind=_kind, dtypes=(_kind, *KINDS), check=check_one_hot, params=(1, 2, 3),
+             max_rank=None)(one_hot)

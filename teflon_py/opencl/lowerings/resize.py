@@ -17,6 +17,7 @@ from teflon_py import ir
 from teflon_py.fallback.resize import float_axis, integer_axis, nearest_axis
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.movement_plan import (
+    KINDS,
     data_reason,
     dense_strides,
     dtype_name,
@@ -27,11 +28,8 @@ from teflon_py.opencl.kernels.movement_plan import (
     table_spec,
 )
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.lowerings.movement import (
-    launch,
-    movement,
-)
-from teflon_py.opencl.registry import EmitContext, options
+from teflon_py.opencl.lowerings.movement import launch
+from teflon_py.opencl.registry import EmitContext, lowering, options
 from teflon_py.tflite.options import ResizeBilinearOptions, ResizeNearestNeighborOptions
 
 FILES = ("resize.cl",)
@@ -106,7 +104,6 @@ def bilinear_spec(kind: str, plan: Resize) -> KernelSpec:
                       constants=constants)
 
 
-@movement("RESIZE_BILINEAR", check=check_resize, params=(1,), kinds=tuple(BILINEAR))
 def resize_bilinear(ctx: EmitContext, op: ir.Operation) -> None:
     """One blend launch."""
     x = op.inputs[0]
@@ -122,10 +119,16 @@ def nearest_tables(plan: Resize) -> list[np.ndarray]:
             nearest_axis(w, plan.out_w, plan.align, plan.half) * sw, np.arange(c)]
 
 
-@movement("RESIZE_NEAREST_NEIGHBOR", check=check_resize, params=(1,))
 def resize_nearest_neighbor(ctx: EmitContext, op: ir.Operation) -> None:
     """A table gather of whole pixels."""
     x = op.inputs[0]
     spec = table_spec(suffix(ctx.graph, x), nearest_tables(plan_resize(ctx.graph, op)),
                       fill_value(0, dtype_name(ctx.graph, x)))
     launch(ctx, spec, input=x, output=ctx.output(op))
+
+
+for _kind in BILINEAR:
+    lowering("RESIZE_BILINEAR", kind=_kind, check=check_resize, params=(1,), max_rank=None)(resize_bilinear)
+for _kind in KINDS:
+    lowering("RESIZE_NEAREST_NEIGHBOR", kind=_kind, check=check_resize, params=(1,),
+             max_rank=None)(resize_nearest_neighbor)

@@ -7,80 +7,79 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.fallback.movement import mirror_indices
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.movement_plan import (
     FILES,
+    KINDS,
     RANK,
     Copy,
     Gather,
     Moves,
+    copy_reason,
     copy_specs,
-    data_operands,
-    data_reason,
+    data_tensors,
     dense_strides,
     elements,
     fill_value,
     flat_copy_spec,
-    normalize_axis,
-    param,
-    shape_reason,
-    suffix,
+    output_reason,
+    refuse,
 )
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings.movement import (
+    LABEL,
     emit_table,
     launch,
-    movement,
     moves_reason,
+    sfx_of,
     table_checker,
+    tensors,
 )
-from teflon_py.opencl.registry import EmitContext, Ref, options
-from teflon_py.tflite.options import ConcatenationOptions, MirrorPadOptions
+from teflon_py.opencl.registry import OpTensors, Ref, register
+from teflon_py.ops import movement as rules
+from teflon_py.ops.common import Act
+from teflon_py.ops.movement import mirror_indices, mirror_offset
 
 
-def check_alias(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_alias(attrs: Any, ts: OpTensors, caps: Any) -> str | None:
     """An alias holds as many values as its input, and the same quantization."""
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+    x, y = ts.input(0).shape, ts.outputs[0].shape
     if elements(x) != elements(y):
         return f"output shape {list(y)} holds a different number of values than input {list(x)}"
-    return data_reason(graph, data_operands(op, (1,)))
+    return copy_reason(data_tensors(ts, (1,)))
 
 
-@movement("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=check_alias, params=(1,))
-def alias(ctx: EmitContext, op: ir.Operation) -> None:
+def alias(ctx: Any, attrs: Any) -> None:
     """The output is the input's bytes under another shape: an alias, no launch (a constant
     input is copied instead: it travels as raw bytes in the launch's spec)."""
-    x = op.inputs[0]
+    x = ctx.input(0)
     if ctx.constant(x) is not None:
         launch(ctx, flat_copy_spec(elements(ctx.shape(x)), ctx.graph.tensors[x].dtype), input=x,
-               output=ctx.output(op))
+               output=ctx.output())
     else:
-        ctx.alias(op.outputs[0], x)
+        ctx.alias(ctx.op.outputs[0], x)
 
 
-def plan_concatenation(graph: ir.Graph, op: ir.Operation) -> Moves:
+def plan_concatenation(attrs: rules.ConcatenationAttrs, ts: OpTensors) -> Moves:
     """Input k copied into its run of indices along ``axis`` of the output."""
-    opts = options(op, ConcatenationOptions)
-    if opts.fused_activation_function != ir.Activation.NONE:
-        raise ValueError("fused activation not supported")
-    out = tuple(graph.tensors[op.outputs[0]].shape)
-    axis = normalize_axis(opts.axis, len(out))
+    if attrs.activation.kind != Act.NONE:
+        raise refuse("fused activation not supported")
+    out = tuple(ts.outputs[0].shape)
+    shape = rules.concat_shape([t.shape for t in ts.inputs], attrs.axis, LABEL)
+    if shape != out:
+        raise refuse(f"output has shape {list(out)}, the inputs give {list(shape)}")
+    axis = rules.normalize_axis(attrs.axis, len(out), LABEL)
     strides = dense_strides(out)
     moves = Moves([], {0: out})
     offset = 0
-    for t in op.inputs:
-        shape = tuple(graph.tensors[t].shape)
-        if len(shape) != len(out) or any(d != o for i, (d, o) in enumerate(zip(shape, out)) if i != axis):
-            raise ValueError(f"input shape {list(shape)} does not match output {list(out)} off axis {axis}")
-        moves.copies.append((Copy(shape, dense_strides(shape), strides, 0, offset * strides[axis]), t, 0))
-        offset += shape[axis]
-    if offset != out[axis]:
-        raise ValueError("input sizes along the axis do not add up to the output's")
+    for k, t in enumerate(ts.inputs):
+        moves.copies.append((Copy(tuple(t.shape), dense_strides(t.shape), strides, 0, offset * strides[axis]), k, 0))
+        offset += t.shape[axis]
     return moves
 
 
@@ -95,45 +94,42 @@ def requantize_tables(graph: ir.Graph, op: ir.Operation) -> dict[int, np.ndarray
     return {k: t for k, t in tables.items() if t is not None}
 
 
-def concat_quantization_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
+def concat_quantization_reason(ts: OpTensors) -> str | None:
     """uint8 inputs may differ from the output's per-tensor quantization (a table requantizes them);
     other types are raw copies that must share it (LiteRT refuses int8 rescaling)."""
-    operands = data_operands(op, ())
-    if graph.tensors[op.outputs[0]].dtype != np.uint8:
-        return data_reason(graph, operands)
-    ts = [graph.tensors[t] for t in operands]
-    if any(t.dtype != np.uint8 for t in ts):
+    operands = data_tensors(ts, ())
+    if np.dtype(ts.outputs[0].dtype) != np.uint8:
+        return copy_reason(operands)
+    if any(np.dtype(t.dtype) != np.uint8 for t in operands):
         return "all inputs must have the output's type"
-    if any(t.quantization is None or t.quantization.per_channel for t in ts) and any(
-            t.quantization != ts[0].quantization for t in ts[1:]):
+    if any(t.quantization is None or t.quantization.per_channel for t in operands) and any(
+            t.quantization != operands[0].quantization for t in operands[1:]):
         return "requantizing copy needs per-tensor quantization on every operand"
-    reason = next((r for r in (data_reason(graph, [t]) for t in operands) if r), None)
-    if reason is None:
-        try:
-            requantize_tables(graph, op)
-        except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError) as e:
-            return f"requantizing copy cannot be prepared ({e})"
+    reason = next((r for r in (copy_reason([t]) for t in operands) if r), None)
+    if reason is None and any(t.quantization is not None and not (np.isfinite(t.scale) and t.scale > 0)
+                              for t in operands):
+        return "requantizing copy needs positive finite scales"
     return reason
 
 
-def check_concatenation(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_concatenation(attrs: rules.ConcatenationAttrs, ts: OpTensors, caps: Any) -> str | None:
     """CONCATENATION: operands that copy (uint8 ones through a requantizing table), a plan whose
     copies build, the output shape it gives."""
-    return concat_quantization_reason(graph, op) or moves_reason(graph, op, plan_concatenation)
+    return concat_quantization_reason(ts) or moves_reason(attrs, ts, plan_concatenation)
 
 
-@movement("CONCATENATION", check=check_concatenation)
-def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
+def concatenation(ctx: Any, attrs: rules.ConcatenationAttrs) -> None:
     """One strided copy per input into its slice of the output (a plain row copy per outer index);
     a uint8 input on another grid goes through its table first (``qlut`` into a scratch buffer, or
     on the host for a constant)."""
     from teflon_py.opencl.kernels import qspecs as qkernels
     from teflon_py.opencl.lowerings.qelementwise import lut_spec
 
-    moves = plan_concatenation(ctx.graph, op)
-    tables = requantize_tables(ctx.graph, op)
-    sfx = suffix(ctx.graph, op.outputs[0])
-    for k, (copy, src, _) in enumerate(moves.copies):
+    moves = plan_concatenation(attrs, tensors(ctx))
+    tables = requantize_tables(ctx.graph, ctx.op)
+    sfx = sfx_of(ctx.graph.tensors[ctx.op.outputs[0]])
+    for k, (copy, operand, _) in enumerate(moves.copies):
+        src = ctx.input(operand)
         source: Ref = src
         table = tables.get(k)
         data = ctx.constant(src)
@@ -141,40 +137,45 @@ def concatenation(ctx: EmitContext, op: ir.Operation) -> None:
             requantized = np.ascontiguousarray(table[np.asarray(data, np.uint8)])
             for spec in copy_specs(sfx, copy):
                 ctx.launch(dataclasses.replace(spec, constants={**spec.constants, "input": requantized}),
-                           output=ctx.output(op))
+                           output=ctx.output())
             continue
         if table is not None:
             n = elements(ctx.shape(src))
             source = ctx.scratch(n)
             qkernels.launch(ctx, lut_spec(n, np.dtype(np.uint8), table), input=src, output=source)
         for spec in copy_specs(sfx, copy):
-            launch(ctx, spec, input=source, output=ctx.output(op))
+            launch(ctx, spec, input=source, output=ctx.output())
 
 
 # -- pads -------------------------------------------------------------------------------------
 
 
-def pad_geometry(shape: Sequence[int], paddings: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    """(input size, before, after) per dim, an unpadded dim merged into the one before it, padded
-    in front to five. ValueError when more than five remain."""
+def collapse_pads(shape: Sequence[int], paddings: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(input size, before, after) per dim, an unpadded dim merged into the one before it."""
     dims: list[tuple[int, int, int]] = []
     for d, (before, after) in zip(shape, paddings):
         if dims and before == 0 and after == 0:
             dims[-1] = (dims[-1][0] * d, dims[-1][1] * d, dims[-1][2] * d)
         else:
             dims.append((d, before, after))
-    if len(dims) > RANK:
-        raise ValueError(f"padding needs {len(dims)} dimensions after collapsing (at most {RANK})")
+    return dims
+
+
+def pad_rank_reason(shape: Sequence[int], paddings: Sequence[tuple[int, int]]) -> str | None:
+    """Why the pad kernel cannot take these paddings: more than five dims after collapsing."""
+    n = len(collapse_pads(shape, paddings))
+    return f"padding needs {n} dimensions after collapsing (at most {RANK})" if n > RANK else None
+
+
+def pad_geometry(shape: Sequence[int], paddings: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """``collapse_pads`` padded in front to five (``pad_rank_reason`` has accepted it)."""
+    dims = collapse_pads(shape, paddings)
     return [(1, 0, 0)] * (RANK - len(dims)) + dims
 
 
-def paddings_of(graph: ir.Graph, op: ir.Operation) -> list[tuple[int, int]]:
+def paddings_of(ts: OpTensors) -> list[tuple[int, int]]:
     """The constant ``[rank, 2]`` paddings operand as non-negative (before, after) pairs."""
-    rank = len(graph.tensors[op.inputs[0]].shape)
-    p = param(graph, op, 1)
-    if len(p) != 2 * rank or min(p, default=0) < 0:
-        raise ValueError(f"paddings {p} do not fit an input of rank {rank}")
-    return [(p[2 * i], p[2 * i + 1]) for i in range(rank)]
+    return rules.pad_widths(np.asarray(ts.input(1).data), len(ts.input(0).shape), LABEL)
 
 
 def pad_spec(sfx: str, shape: Sequence[int], paddings: Sequence[tuple[int, int]],
@@ -191,72 +192,67 @@ def pad_spec(sfx: str, shape: Sequence[int], paddings: Sequence[tuple[int, int]]
                       local_size=(1, 1), args=("input", "output", *args), scalars=args)
 
 
-def check_pad_shape(graph: ir.Graph, op: ir.Operation, params: Sequence[int]) -> str | None:
+def check_pad_shape(ts: OpTensors, params: Sequence[int]) -> str | None:
     """The checks PAD and PADV2 share: raw copies, paddings that fit, the output shape they give."""
-    reason = data_reason(graph, data_operands(op, params))
+    reason = copy_reason(data_tensors(ts, params))
     if reason:
         return reason
-    try:
-        paddings = paddings_of(graph, op)
-        shape = graph.tensors[op.inputs[0]].shape
-        pad_geometry(shape, paddings)
-    except ValueError as e:
-        return str(e)
-    return shape_reason(graph, op, 0, [d + a + b for d, (a, b) in zip(shape, paddings)])
+    shape = ts.input(0).shape
+    paddings = paddings_of(ts)
+    return pad_rank_reason(shape, paddings) or output_reason(ts, 0, rules.padded_shape(shape, paddings))
 
 
-def pad_value(graph: ir.Graph, op: ir.Operation) -> np.generic:
+def pad_value(ts: OpTensors) -> np.generic:
     """PAD/PADV2's fill: the value operand (raw), else the output zero point (0 unless quantized)."""
-    y = graph.tensors[op.outputs[0]]
-    if len(op.inputs) > 2 and op.inputs[2] != ir.NO_TENSOR:
-        value = np.asarray(graph.tensors[op.inputs[2]].data).reshape(-1)[0]
-    else:
-        value = y.zero_point
+    y = ts.outputs[0]
+    v = ts.input(2)
+    value = np.asarray(v.data).reshape(-1)[0] if v is not None else y.zero_point
     return fill_value(value, np.dtype(y.dtype).name)
 
 
-def emit_pad(ctx: EmitContext, op: ir.Operation) -> None:
+def emit_pad(ctx: Any, attrs: Any) -> None:
     """PAD and PADV2: one ``pad`` launch."""
-    x = op.inputs[0]
-    spec = pad_spec(suffix(ctx.graph, x), ctx.shape(x), paddings_of(ctx.graph, op), pad_value(ctx.graph, op))
-    launch(ctx, spec, input=x, output=ctx.output(op))
+    x = ctx.input(0)
+    ts = tensors(ctx)
+    spec = pad_spec(sfx_of(ctx.graph.tensors[x]), ctx.shape(x), paddings_of(ts), pad_value(ts))
+    launch(ctx, spec, input=x, output=ctx.output())
 
 
-def check_padv2(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_padv2(attrs: Any, ts: OpTensors, caps: Any) -> str | None:
     """PADV2: PAD's checks, and a pad value of one element of the input's type."""
-    reason = check_pad_shape(graph, op, (1, 2))
-    if reason is None and len(op.inputs) > 2 and op.inputs[2] != ir.NO_TENSOR:
-        v = graph.tensors[op.inputs[2]]
-        if v.dtype != graph.tensors[op.inputs[0]].dtype or elements(v.shape) != 1:
-            return "the pad value must be one element of the input's type"
+    reason = check_pad_shape(ts, (1, 2))
+    v = ts.input(2)
+    if reason is None and v is not None and (v.dtype != ts.input(0).dtype or elements(v.shape) != 1):
+        return "the pad value must be one element of the input's type"
     return reason
 
 
-def check_pad(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_pad(attrs: Any, ts: OpTensors, caps: Any) -> str | None:
     """PAD: raw copies, paddings that fit, the output shape they give."""
-    return check_pad_shape(graph, op, (1,))
+    return check_pad_shape(ts, (1,))
 
 
-movement("PAD", check=check_pad, params=(1,))(emit_pad)
-movement("PADV2", check=check_padv2, params=(1, 2))(emit_pad)
-
-
-def plan_mirror_pad(graph: ir.Graph, op: ir.Operation) -> Gather:
+def plan_mirror_pad(attrs: rules.MirrorPadAttrs, ts: OpTensors) -> Gather:
     """MIRROR_PAD: TFLite's per-axis source index (REFLECT excludes the edge, SYMMETRIC repeats it)."""
-    shape = graph.tensors[op.inputs[0]].shape
-    offset = 1 if options(op, MirrorPadOptions).mode == 0 else 0
+    shape = ts.input(0).shape
+    offset = mirror_offset(attrs.mode)
     tables, out = [], []
-    for d, s, (left, right) in zip(shape, dense_strides(shape), paddings_of(graph, op)):
-        if left > d - offset or right > d - offset:
-            raise ValueError(f"padding ({left}, {right}) too large for dimension {d} in this mode")
+    for d, s, (left, right) in zip(shape, dense_strides(shape), paddings_of(ts)):
+        rules.mirror_check(d, left, right, attrs.mode, LABEL)
         tables.append(mirror_indices(d + left + right, left, d, offset) * s)
         out.append(d + left + right)
     return Gather(tables, tuple(out))
 
 
-def mirror_pad(ctx: EmitContext, op: ir.Operation) -> None:
+def mirror_pad(ctx: Any, attrs: rules.MirrorPadAttrs) -> None:
     """MIRROR_PAD: one table gather."""
-    emit_table(ctx, op, plan_mirror_pad(ctx.graph, op))
+    emit_table(ctx, plan_mirror_pad(attrs, tensors(ctx)))
 
 
-movement("MIRROR_PAD", check=table_checker(plan_mirror_pad, (1,)), params=(1,))(mirror_pad)
+for _kind in KINDS:
+    register("RESHAPE", "SQUEEZE", "EXPAND_DIMS", kind=_kind, check=check_alias, params=(1,), max_rank=None)(alias)
+    register("CONCATENATION", kind=_kind, check=check_concatenation, max_rank=None)(concatenation)
+    register("PAD", kind=_kind, check=check_pad, params=(1,), max_rank=None)(emit_pad)
+    register("PADV2", kind=_kind, check=check_padv2, params=(1, 2), max_rank=None)(emit_pad)
+    register("MIRROR_PAD", kind=_kind, check=table_checker(plan_mirror_pad, (1,)), params=(1,),
+             max_rank=None)(mirror_pad)
