@@ -1,5 +1,5 @@
 """The shape family: RESHAPE, SQUEEZE, EXPAND_DIMS, SHAPE, RANK, BROADCAST_TO, BROADCAST_ARGS,
-FILL, ZEROS_LIKE, RANGE: attributes, rules and shape inference.
+FILL, RANGE (ZEROS_LIKE is a unary op, in ``ops.unary``): attributes, rules and shape inference.
 
 Shapes given as constant operands are read here (``tensor.data``); a runtime one makes the output
 data-dependent (``Meta(shape=None)``).
@@ -14,7 +14,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import NoAttrs, normalize_axis
-from teflon_py.ops.registry import Inputs, Meta, declared, define, same_as_input
+from teflon_py.ops.registry import Inputs, Meta, declared, define
 
 
 def int_list(value: object) -> list[int]:
@@ -165,8 +165,6 @@ def infer_fill(attrs: NoAttrs, ins: Inputs) -> list[Meta]:
     dims = constant(ins[0])
     return [declared(ins, 0, None if dims is None else fill_shape(int_list(dims), ins.label))]
 
-
-define("ZEROS_LIKE", attrs=NoAttrs)(same_as_input(0))
 
 
 def range_size(start: object, limit: object, delta: object, label: str) -> int:

@@ -14,7 +14,7 @@ from teflon_py.tflite.translate.registry import Source, parses, writes
 
 #: ops without attributes -> their (empty) options table
 EMPTY = {"RANK": O.RankOptions, "BROADCAST_TO": O.BroadcastToOptions, "BROADCAST_ARGS": None,
-         "FILL": O.FillOptions, "ZEROS_LIKE": O.ZerosLikeOptions, "RANGE": O.RangeOptions}
+         "FILL": O.FillOptions, "RANGE": O.RangeOptions}
 
 
 def constant_ints(t: ir.Tensor | None) -> tuple[int, ...] | None:
