@@ -50,3 +50,56 @@ def device() -> None:
 def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
     """TEFLON_STRICT=0 for tests of the fallback itself (a failing backend falls back to NumPy)."""
     monkeypatch.setenv("TEFLON_STRICT", "0")
+
+
+# -- pytest --kernel-report: which cases really ran device kernels, and which lowerings ran -------
+
+_REPORT: dict = {"cases": {}, "launched": {}, "lowerings": {}}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--kernel-report", action="store_true",
+                     help="print, per backend, how many test cases launched device kernels and which "
+                          "(op, dtype) lowerings ran")
+
+
+@pytest.fixture(autouse=True)
+def _kernel_recorder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    if not request.config.getoption("--kernel-report"):
+        yield
+        return
+    from teflon_py.opencl import compiled
+
+    ran: set = set()
+    invoked = [False]
+    original = compiled.OpenCLPartition.invoke
+
+    def invoke(self, inputs):
+        invoked[0] = invoked[0] or self.stats.get("launches", 0) > 0
+        ran.update(tuple(x) for x in self.stats.get("lowerings", ()))
+        return original(self, inputs)
+
+    monkeypatch.setattr(compiled.OpenCLPartition, "invoke", invoke)
+    yield
+    callspec = getattr(request.node, "callspec", None)
+    backend = callspec.params.get("backend", "other") if callspec is not None else "other"
+    for key, inc in (("cases", 1), ("launched", int(invoked[0]))):
+        _REPORT[key][backend] = _REPORT[key].get(backend, 0) + inc
+    for low in ran:
+        _REPORT["lowerings"][low] = _REPORT["lowerings"].get(low, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if not config.getoption("--kernel-report"):
+        return
+    tr = terminalreporter
+    tr.section("kernel report")
+    for backend in sorted(_REPORT["cases"]):
+        tr.write_line(f"{backend}: {_REPORT['launched'].get(backend, 0)} of {_REPORT['cases'][backend]} cases "
+                      "launched OpenCL kernels")
+    from teflon_py.opencl.lowerings import LOWERINGS
+
+    registered = {(op, kind) for op, kinds in LOWERINGS.items() for kind in kinds}
+    tr.write_line(f"lowerings run: {len(set(_REPORT['lowerings']) & registered)} of {len(registered)} registered")
+    never = sorted(registered - set(_REPORT["lowerings"]))
+    tr.write_line("never run: " + (", ".join(f"{op} ({kind})" for op, kind in never) or "none"))

@@ -369,7 +369,9 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
     ll = LaunchList(dc, launches, inputs, outputs, keep=[arena, *keep], after_first_run=cache.commit)
     ll.run([np.zeros(t.shape, t.dtype) for t in inputs])  # JIT now, commit binaries, fail early
     stats = {"launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
-             "aliases": len(b.aliases)}
+             "aliases": len(b.aliases),
+             "lowerings": sorted({(graph.operations[i].name, lowering_for(graph, graph.operations[i]).kind)
+                                  for i in b.nodes})}
     return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
 
 

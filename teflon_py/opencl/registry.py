@@ -94,10 +94,13 @@ class OpTensors:
 
     inputs: tuple[ir.Tensor | None, ...]
     outputs: tuple[ir.Tensor, ...]
+    #: per output: whether it is an output of the graph (the caller reads it)
+    escapes: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, graph: ir.Graph, op: ir.Operation) -> OpTensors:
-        return cls(tuple(graph.input_tensors(op)), tuple(graph.output_tensors(op)))
+        outs = tuple(graph.output_tensors(op))
+        return cls(tuple(graph.input_tensors(op)), outs, tuple(t.index in graph.outputs for t in outs))
 
     def input(self, k: int) -> ir.Tensor | None:
         return self.inputs[k] if k < len(self.inputs) else None

@@ -7,25 +7,25 @@ output that its consumers read as any other constant (packed weights, or uploade
 """
 from __future__ import annotations
 
-from teflon_py import ir
-from teflon_py.fallback.constant_folding import is_folded
-from teflon_py.opencl.registry import EmitContext, lowering
+from typing import Any
+
+from teflon_py.opencl.caps import Caps
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
 
 
-def check_folded(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_folded(attrs: Any, tensors: OpTensors, caps: Caps) -> str | None:
     """Only a node the Interpreter folded into a constant, whose output is no graph output."""
-    if not is_folded(graph, op):
+    if not tensors.outputs or not all(t.is_constant for t in tensors.outputs):
         return "only constant inputs folded at load time are supported"
-    if any(t in graph.outputs for t in op.outputs):
+    if any(tensors.escapes):
         return "its constant output is a graph output: nothing to run"
     return None
 
 
-def folded(ctx: EmitContext, op: ir.Operation) -> None:
+def folded(ctx: OpEmit, attrs: Any) -> None:
     """Nothing to launch: the output is a constant."""
 
 
-lowering("DEQUANTIZE", kind="float16", dtypes=("float16", "float32"), check=check_folded,
-         max_rank=None)(folded)
+register("DEQUANTIZE", kind="float16", dtypes=("float16", "float32"), check=check_folded, max_rank=None)(folded)
 for _kind in ("float32", "int8", "float16"):
-    lowering("DENSIFY", kind=_kind, check=check_folded, max_rank=None)(folded)
+    register("DENSIFY", kind=_kind, check=check_folded, max_rank=None)(folded)
