@@ -16,8 +16,9 @@ from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import flip
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings import pool as float_pool
-from teflon_py.opencl.registry import EmitContext, options
-from teflon_py.tflite.options import Pool2DOptions, ReducerOptions
+from teflon_py.opencl.registry import EmitContext, OpEmit, options, register
+from teflon_py.ops.pool import PoolAttrs, geometry
+from teflon_py.tflite.options import ReducerOptions
 
 FILES = ("quant.cl", "qreduce.cl")
 KINDS = ("int8", "uint8")
@@ -39,39 +40,21 @@ def _quantized_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
 
 # -- pools -----------------------------------------------------------------------------------------
 
-def check_pool(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """The float pool's geometry checks, plus: no window may lie entirely in the padding (the
-    quantized average would divide by zero there)."""
-    reason = _quantized_reason(graph, op) or float_pool.check_pool(graph, op)
-    if reason:
-        return reason
-    opts = options(op, Pool2DOptions)
-    x = graph.tensors[op.inputs[0]].shape
-    wh = kernels.window(x[1], opts.filter_height, opts.stride_h, 1, opts.padding)
-    ww = kernels.window(x[2], opts.filter_width, opts.stride_w, 1, opts.padding)
-    for win, size, filt, stride in ((wh, x[1], opts.filter_height, opts.stride_h),
-                                     (ww, x[2], opts.filter_width, opts.stride_w)):
-        start = np.arange(win.out) * stride - win.pad
-        if np.any(np.minimum(start + filt, size) - np.maximum(start, 0) <= 0):
-            return "a pooling window lies entirely in the padding"
-    return None
-
-
-def pool_2d(ctx: EmitContext, op: ir.Operation) -> None:
+@register(*POOLS, kind="int8", check=float_pool.check_pool)
+@register(*POOLS, kind="uint8", check=float_pool.check_pool)
+def pool_2d(ctx: OpEmit, attrs: PoolAttrs) -> None:
     """One work-item per output pixel x 16 channels; the output's grid only sets the clamp."""
-    x, yt = op.inputs[0], ctx.graph.tensors[op.outputs[0]]
-    opts = options(op, Pool2DOptions)
+    x, yt = ctx.operand(0), ctx.graph.tensors[ctx.op.outputs[0]]
     nb, ih, iw, c = ctx.shape(x)
-    wh = kernels.window(ih, opts.filter_height, opts.stride_h, 1, opts.padding)
-    ww = kernels.window(iw, opts.filter_width, opts.stride_w, 1, opts.padding)
-    lo, hi = qkernels.clamp_range(opts.fused_activation_function, yt)
-    args = kernels.scalars(C=c, IH=ih, IW=iw, OH=wh.out, OW=ww.out, FH=opts.filter_height,
-                           FW=opts.filter_width, SH=opts.stride_h, SW=opts.stride_w, PT=wh.pad, PL=ww.pad,
-                           flip=flip(yt.dtype), lo=lo, hi=hi)
-    spec = KernelSpec(files=FILES, name=POOLS[op.name], defines={},
-                      global_size=(-(-c // 16), ww.out, nb * wh.out), local_size=(1, 1, 1),
+    g = geometry(attrs.padding, ih, iw, attrs.filter, attrs.strides)
+    lo, hi = attrs.activation.range(yt.dtype, yt.scale, yt.zero_point)
+    args = kernels.scalars(C=c, IH=ih, IW=iw, OH=g.out_h, OW=g.out_w, FH=g.filter_h,
+                           FW=g.filter_w, SH=g.stride_h, SW=g.stride_w, PT=g.pad_h, PL=g.pad_w,
+                           flip=flip(yt.dtype), lo=int(lo), hi=int(hi))
+    spec = KernelSpec(files=FILES, name=POOLS[ctx.op.name], defines={},
+                      global_size=(-(-c // 16), g.out_w, nb * g.out_h), local_size=(1, 1, 1),
                       args=("input", "output", *args), scalars=args)
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
 # -- MEAN ------------------------------------------------------------------------------------------
@@ -173,6 +156,5 @@ def softmax(ctx: EmitContext, op: ir.Operation) -> None:
 
 
 for _kind in KINDS:
-    qkernels.lowering_if_free(*POOLS, kind=_kind, check=check_pool)(pool_2d)
     qkernels.lowering_if_free("MEAN", kind=_kind, check=check_mean, params=(1,))(mean)
     qkernels.lowering_if_free("SOFTMAX", kind=_kind, check=check_softmax, max_rank=None)(softmax)
