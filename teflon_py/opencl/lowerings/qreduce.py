@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir, quant
-from teflon_py.errors import TeflonError
 from teflon_py.fallback import reduce as fallback_reduce
 from teflon_py.fallback import softmax as fallback_softmax
 from teflon_py.fallback.registry import Node
@@ -16,7 +15,9 @@ from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import flip
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings import pool as float_pool
+from teflon_py.opencl.lowerings import reduce as float_reduce
 from teflon_py.opencl.registry import EmitContext, OpEmit, options, register
+from teflon_py.ops.normalization import SoftmaxAttrs, softmax_scaling
 from teflon_py.ops.pool import PoolAttrs, geometry
 from teflon_py.tflite.options import ReducerOptions
 
@@ -112,10 +113,10 @@ def mean(ctx: EmitContext, op: ir.Operation) -> None:
 
 # -- SOFTMAX ---------------------------------------------------------------------------------------
 
-def softmax_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.ndarray, int]:
+def softmax_tables(beta: float, input_scale: float) -> tuple[np.ndarray, np.ndarray, int]:
     """(Q0 exp, Q12 term, diff_min) for every row-maximum distance d = max - x in [0, 255], as
     ``fallback.softmax.softmax_quantized`` computes them per element."""
-    multiplier, left_shift, diff_min = fallback_softmax.softmax_params(Node.of(graph, op))
+    multiplier, left_shift, diff_min = softmax_scaling(beta, input_scale)
     diff = -np.arange(256, dtype=np.int64)
     used = diff >= diff_min
     scaled = quant.multiply_by_quantized_multiplier_greater_than_one(np.where(used, diff, 0), multiplier,
@@ -125,26 +126,12 @@ def softmax_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.nd
     return exp.astype(np.int32), terms.astype(np.int32), int(diff_min)
 
 
-def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _quantized_reason(graph, op)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if len(x.shape) < 1 or tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    if y.dtype == np.int8 and (y.zero_point != -128 or abs(y.scale - 1 / 256) > 0.001 / 256):
-        return "int8 output needs scale 1/256 and zero point -128"
-    try:
-        softmax_tables(graph, op)
-    except TeflonError as e:
-        return str(e).split(": ", 1)[-1]
-    return None
-
-
-def softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("SOFTMAX", kind="int8", check=float_reduce.check_softmax, max_rank=None)
+@register("SOFTMAX", kind="uint8", check=float_reduce.check_softmax, max_rank=None)
+def softmax(ctx: OpEmit, attrs: SoftmaxAttrs) -> None:
     """One row per work-item: max, sum of table terms, GetReciprocal, scaled table exps."""
-    exps, terms, diff_min = softmax_tables(ctx.graph, op)
-    x, yt = op.inputs[0], ctx.graph.tensors[op.outputs[0]]
+    x, yt = ctx.operand(0), ctx.graph.tensors[ctx.op.outputs[0]]
+    exps, terms, diff_min = softmax_tables(attrs.beta, ctx.graph.tensors[x].scale)
     shape = ctx.shape(x)
     qmin, qmax = quant.QRANGE[np.dtype(yt.dtype)]
     args = kernels.scalars(depth=shape[-1], flip=flip(yt.dtype), diff_min=diff_min, qmin=qmin, qmax=qmax)
@@ -152,9 +139,8 @@ def softmax(ctx: EmitContext, op: ir.Operation) -> None:
     spec = KernelSpec(files=FILES, name="qsoftmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", "exps", "terms", *args),
                       constants={"exps": exps, "terms": terms}, scalars=args)
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
 for _kind in KINDS:
     qkernels.lowering_if_free("MEAN", kind=_kind, check=check_mean, params=(1,))(mean)
-    qkernels.lowering_if_free("SOFTMAX", kind=_kind, check=check_softmax, max_rank=None)(softmax)

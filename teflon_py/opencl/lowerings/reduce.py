@@ -11,10 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.registry import EmitContext, lowering, op_kind, options
-from teflon_py.tflite.options import CumsumOptions, ReducerOptions, SoftmaxOptions
+from teflon_py.opencl.registry import EmitContext, OpEmit, OpTensors, lowering, op_kind, options, register
+from teflon_py.ops.common import NoAttrs
+from teflon_py.ops.normalization import SoftmaxAttrs, log_softmax_reason, softmax_reason, softmax_scaling
+from teflon_py.tflite.options import CumsumOptions, ReducerOptions
 
 FILES = ("common.cl", "reduce.cl")
 #: reduce.cl's kernel per op, and its suffix per dtype
@@ -110,13 +113,33 @@ for _kind in ("float32", "int32", "int64"):
 lowering(*LOGICAL, kind="bool", check=check_mean, params=(1,))(reduce_)
 
 
-def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """At least one dimension, and the output shaped as the input."""
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) < 1:
+def quantization_reason(tensors: OpTensors) -> str | None:
+    """The 8-bit lowerings' rule: the first input and the output carry per-tensor quantization."""
+    for t in (tensors.inputs[0], tensors.outputs[0]):
+        if t.quantization is None or t.quantization.scale.size == 0:
+            return f"{t.describe()} has no quantization parameters"
+        if t.quantization.per_channel:
+            return f"{t.describe()} is quantized per channel"
+    return None
+
+
+def check_softmax(attrs: SoftmaxAttrs | NoAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """SOFTMAX and LOG_SOFTMAX, float and 8-bit: the output shaped as the input and the op
+    layer's type rules; 8-bit SOFTMAX also needs LiteRT's fixed-point scaling of beta * scale."""
+    x, y = tensors.inputs[0], tensors.outputs[0]
+    if len(x.shape) < 1:
         return "input must have at least one dimension"
-    if tuple(x) != tuple(y):
+    if tuple(x.shape) != tuple(y.shape):
         return "output shape differs from the input's"
+    quantized = x.dtype.kind != "f"
+    reason = (quantized and quantization_reason(tensors)) or (
+        softmax_reason(x, y) if isinstance(attrs, SoftmaxAttrs) else log_softmax_reason(x, y))
+    if reason or not quantized or not isinstance(attrs, SoftmaxAttrs):
+        return reason or None
+    try:
+        softmax_scaling(attrs.beta, x.scale)
+    except UnsupportedError as e:
+        return str(e)
     return None
 
 
@@ -125,26 +148,26 @@ def _rows(shape: tuple[int, ...]) -> tuple[int, int]:
     return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
 
 
-@lowering("SOFTMAX", check=check_softmax, max_rank=None)
-def softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("SOFTMAX", check=check_softmax, max_rank=None)
+def softmax(ctx: OpEmit, attrs: SoftmaxAttrs) -> None:
     """One row per work-item: max, exp((x - max) * beta) and its running sum, then the division."""
-    x = op.inputs[0]
+    x = ctx.operand(0)
     rows, depth = _rows(ctx.shape(x))
-    args = kernels.scalars(depth=depth, beta=float(np.float32(options(op, SoftmaxOptions).beta)))
+    args = kernels.scalars(depth=depth, beta=float(np.float32(attrs.beta)))
     spec = KernelSpec(files=FILES, name="softmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
-@lowering("LOG_SOFTMAX", check=check_softmax, max_rank=None)
-def log_softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("LOG_SOFTMAX", check=check_softmax, max_rank=None)
+def log_softmax(ctx: OpEmit, attrs: NoAttrs) -> None:
     """One row per work-item: max, the running sum of exp(x - max), then (x - max) - log(sum)."""
-    x = op.inputs[0]
+    x = ctx.operand(0)
     rows, depth = _rows(ctx.shape(x))
     args = kernels.scalars(depth=depth)
     spec = KernelSpec(files=FILES, name="log_softmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
 def cumsum_axis(graph: ir.Graph, op: ir.Operation) -> int:
