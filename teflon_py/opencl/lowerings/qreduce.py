@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir, quant
+from teflon_py import quant
 from teflon_py.fallback import reduce as fallback_reduce
 from teflon_py.fallback import softmax as fallback_softmax
 from teflon_py.fallback.registry import Node
@@ -16,27 +16,14 @@ from teflon_py.opencl.kernels.qspecs import flip
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings import pool as float_pool
 from teflon_py.opencl.lowerings import reduce as float_reduce
-from teflon_py.opencl.registry import EmitContext, OpEmit, options, register
+from teflon_py.opencl.registry import OpEmit, register
 from teflon_py.ops.normalization import SoftmaxAttrs, softmax_scaling
 from teflon_py.ops.pool import PoolAttrs, geometry
-from teflon_py.tflite.options import ReducerOptions
+from teflon_py.ops.reduce import ReduceAttrs
 
 FILES = ("quant.cl", "qreduce.cl")
 KINDS = ("int8", "uint8")
 POOLS = {"AVERAGE_POOL_2D": "qavg_pool", "MAX_POOL_2D": "qmax_pool"}
-
-
-def _quantized_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """Input and output share the 8-bit type and carry per-tensor quantization."""
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != y.dtype:
-        return f"input type {x.dtype} differs from output type {y.dtype}"
-    for t in (x, y):
-        if t.quantization is None or t.quantization.scale.size == 0:
-            return f"{t.describe()} has no quantization parameters"
-        if t.quantization.per_channel:
-            return f"{t.describe()} is quantized per channel"
-    return None
 
 
 # -- pools -----------------------------------------------------------------------------------------
@@ -60,38 +47,13 @@ def pool_2d(ctx: OpEmit, attrs: PoolAttrs) -> None:
 
 # -- MEAN ------------------------------------------------------------------------------------------
 
-def mean_axes(graph: ir.Graph, op: ir.Operation) -> list[int]:
-    """The reduced axes, normalised and deduplicated, in increasing order."""
-    rank = len(graph.tensors[op.inputs[0]].shape)
-    axes = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1).astype(int)
-    if ((axes < -rank) | (axes >= rank)).any():
-        raise ValueError(f"axes {axes.tolist()} out of range for rank {rank}")
-    return sorted({int(a) % rank for a in axes})
-
-
-def check_mean(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _quantized_reason(graph, op)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    try:
-        axes = mean_axes(graph, op)
-    except ValueError as e:
-        return str(e)
-    keep = options(op, ReducerOptions).keep_dims
-    expected = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-    if int(np.prod(expected, dtype=np.int64)) != int(np.prod(y.shape, dtype=np.int64)):
-        return f"output shape {list(y.shape)} does not follow from the axes"
-    if x.dtype == np.int16 and (x.zero_point or y.zero_point):
-        return "int16 needs zero points 0"
-    return None
-
-
-def mean(ctx: EmitContext, op: ir.Operation) -> None:
+@register("MEAN", kind="int8", check=float_reduce.check_mean, params=(1,))
+@register("MEAN", kind="uint8", check=float_reduce.check_mean, params=(1,))
+def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     """Kept x reduced index spaces (each padded to four dims) as strides into the input."""
-    graph = ctx.graph
+    graph, op = ctx.graph, ctx.op
     xt, yt = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    shape, axes = ctx.shape(op.inputs[0]), mean_axes(graph, op)
+    shape, axes = ctx.shape(op.inputs[0]), float_reduce.mean_axes(attrs)
     strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
     dims = list(zip(shape, strides))
     kept = [(1, 0)] * (4 - len(shape) + len(axes)) + [ds for i, ds in enumerate(dims) if i not in axes]
@@ -108,7 +70,7 @@ def mean(ctx: EmitContext, op: ir.Operation) -> None:
                            m=m, shift=shift, out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype))
     spec = KernelSpec(files=FILES, name="qmean", defines={}, global_size=(-(-n_out // opi),), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
 
 
 # -- SOFTMAX ---------------------------------------------------------------------------------------
@@ -142,5 +104,3 @@ def softmax(ctx: OpEmit, attrs: SoftmaxAttrs) -> None:
     qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
-for _kind in KINDS:
-    qkernels.lowering_if_free("MEAN", kind=_kind, check=check_mean, params=(1,))(mean)
