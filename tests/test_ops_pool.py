@@ -8,7 +8,10 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import Act, FusedActivation, Padding
+from teflon_py.ops.normalization import L2NormAttrs, LRNAttrs, SoftmaxAttrs
 from teflon_py.ops.pool import PoolAttrs
+from teflon_py.ops.reduce import ArgAttrs, CumsumAttrs, ReduceAttrs
+from teflon_py.ops.resize import ResizeAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.reader import read_model
 from tests.harness import single_op
@@ -64,4 +67,75 @@ def test_pool_infer_rejects() -> None:
         ops.infer(g, op)
     g, op = _op(_pool("L2_POOL_2D", (1, 4, 4, 1), (1, 2, 2, 1), dtype=np.int8))
     with pytest.raises(ModelError, match="float32 only"):
+        ops.infer(g, op)
+
+
+def test_reduce_attrs_and_infer() -> None:
+    axes = {"data": np.array([-1, 1, 3], np.int32)}
+    model = single_op("SUM", [{"shape": (2, 3, 4, 5), "dtype": np.float32}, axes],
+                      [{"shape": (2, 4, 1, 1), "dtype": np.float32}], O.ReducerOptions(keep_dims=True))
+    a, b = _roundtrip(model)
+    assert a.attrs == ReduceAttrs((3, 1), True) and b.attrs == a.attrs
+    g, op = _op(model)
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (2, 1, 4, 1)
+    runtime = single_op("MEAN", [{"shape": (2, 3), "dtype": np.float32}, {"shape": (1,), "dtype": np.int32}],
+                        [{"shape": (2,), "dtype": np.float32}], O.ReducerOptions())
+    g, op = _op(runtime)
+    assert op.attrs.axes is None and ops.infer(g, op)[0].shape is None
+    bad = single_op("REDUCE_MAX", [{"shape": (2, 3), "dtype": np.float32}, {"data": np.array([2], np.int32)}],
+                    [{"shape": (2,), "dtype": np.float32}], O.ReducerOptions())
+    g, op = _op(bad)
+    with pytest.raises(ModelError, match="out of range"):
+        ops.infer(g, op)
+
+
+def test_arg_and_cumsum_attrs() -> None:
+    model = single_op("ARG_MAX", [{"shape": (2, 3, 4), "dtype": np.float32}, {"data": np.array([-2], np.int32)}],
+                      [{"shape": (2, 4), "dtype": np.int32}], O.ArgMaxOptions(output_type=2))
+    a, b = _roundtrip(model)
+    assert a.attrs == ArgAttrs(1, np.dtype(np.int32)) and b.attrs == a.attrs
+    g, op = _op(model)
+    assert ops.infer(g, op)[0].shape == (2, 4)
+    model = single_op("CUMSUM", [{"shape": (2, 3), "dtype": np.float32}, {"data": np.array(0, np.int32)}],
+                      [{"shape": (2, 3), "dtype": np.float32}], O.CumsumOptions(exclusive=True, reverse=False))
+    a, b = _roundtrip(model)
+    assert a.attrs == CumsumAttrs(0, True, False) and b.attrs == a.attrs
+
+
+def test_normalization_attrs_and_infer() -> None:
+    model = single_op("SOFTMAX", [{"shape": (2, 5), "dtype": np.float32}], [{"shape": (2, 5), "dtype": np.float32}],
+                      O.SoftmaxOptions(beta=0.5))
+    a, b = _roundtrip(model)
+    assert a.attrs == SoftmaxAttrs(0.5) and b.attrs == a.attrs
+    g, op = _op(model)
+    assert ops.infer(g, op)[0].shape == (2, 5)
+    model = single_op("LOCAL_RESPONSE_NORMALIZATION", [{"shape": (1, 2, 2, 8), "dtype": np.float32}],
+                      [{"shape": (1, 2, 2, 8), "dtype": np.float32}],
+                      O.LocalResponseNormalizationOptions(radius=2, bias=1.0, alpha=0.5, beta=0.75))
+    a, b = _roundtrip(model)
+    assert a.attrs == LRNAttrs(2, 1.0, 0.5, 0.75) and b.attrs == a.attrs
+    model = single_op("L2_NORMALIZATION", [{"shape": (1, 2, 2, 2, 8), "dtype": np.float32}],
+                      [{"shape": (1, 2, 2, 2, 8), "dtype": np.float32}], O.L2NormOptions())
+    g, op = _op(model)
+    assert op.attrs == L2NormAttrs()
+    with pytest.raises(ModelError, match="rank 5"):
+        ops.infer(g, op)
+
+
+def test_resize_attrs_and_infer() -> None:
+    model = single_op("RESIZE_BILINEAR", [{"shape": (1, 4, 4, 3), "dtype": np.float32},
+                                          {"data": np.array([8, 6], np.int32)}],
+                      [{"shape": (1, 8, 6, 3), "dtype": np.float32}],
+                      O.ResizeBilinearOptions(align_corners=False, half_pixel_centers=True))
+    a, b = _roundtrip(model)
+    assert a.attrs == ResizeAttrs(False, True) and b.attrs == a.attrs
+    g, op = _op(model)
+    assert ops.infer(g, op)[0].shape == (1, 8, 6, 3)
+    both = single_op("RESIZE_BILINEAR", [{"shape": (1, 4, 4, 3), "dtype": np.float32},
+                                         {"data": np.array([8, 6], np.int32)}],
+                     [{"shape": (1, 8, 6, 3), "dtype": np.float32}],
+                     O.ResizeBilinearOptions(align_corners=True, half_pixel_centers=True))
+    g, op = _op(both)
+    with pytest.raises(ModelError, match="cannot both"):
         ops.infer(g, op)
