@@ -110,14 +110,18 @@ def test_reductions_share_one_program(device) -> None:
     assert len(it.partitions()) == 1
     graph = read_model(model).main
     d = teflon_py.load_delegate("opencl")
-    from teflon_py.opencl.compiled import Builder
+    from teflon_py.opencl.compiled import Builder, OpEmitter
     from teflon_py.opencl.fusion import FusionPlan
     from teflon_py.opencl.lowerings import lowering_for
 
     b = Builder(graph, range(len(graph.operations)), FusionPlan())
     for op in graph.operations:
         b.current = op.index
-        lowering_for(graph, op).emit(b, op)
+        low = lowering_for(graph, op)
+        if low.attrs_style:
+            low.emit(OpEmitter(b, op), op.attrs)
+        else:
+            low.emit(b, op)
     assert len(b.launches) == 6
     assert {(la.spec.files, tuple(la.spec.defines.items())) for la in b.launches} == {(("common.cl", "reduce.cl"), ())}
     parts = partitioner.partition(graph, {op.index for op in graph.operations if d.check(graph, op)})

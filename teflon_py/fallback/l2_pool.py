@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from teflon_py import quant
 from teflon_py.fallback.pooling import FLOAT_MAX, pool_geometry, window_counts, window_taps
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.pool import pool_types_reason
 
 
 @register("L2_POOL_2D")
@@ -22,12 +22,11 @@ def l2_pool_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     x = inputs[0]
     if x.ndim != 4:
         raise node.error(f"input must be 4-D NHWC, got shape {x.shape}")
-    if x.dtype != np.float32 or node.outputs[0].dtype != np.float32:
-        raise node.error(f"type {x.dtype} is not supported (LiteRT's L2_POOL_2D is float32 only)")
-    if node.attrs is None:
-        raise node.error("has no options (padding, filter, strides)")
+    reason = pool_types_reason(node.op.name, x.dtype, node.outputs[0].dtype)
+    if reason:
+        raise node.error(reason)
     g = pool_geometry(node, x.shape[1], x.shape[2])
-    lo, hi = quant.activation_range(node.attrs.fused_activation_function, np.dtype(np.float32))
+    lo, hi = node.attrs.activation.range(np.float32)
     total = np.zeros((x.shape[0], g.out_h, g.out_w, x.shape[3]), np.float32)
     for tap in window_taps(x, g, 0.0):
         total += tap * tap

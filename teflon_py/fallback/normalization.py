@@ -18,12 +18,11 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from teflon_py import ir, quant
+from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.normalization import L2_OUT_ZERO_POINT, l2_norm_reason, lrn_reason
 
 L2_EPSILON = np.float32(1e-6)
-#: output zero point LiteRT's quantized L2_NORMALIZATION requires (the scale is always 1/128)
-L2_OUT_ZERO_POINT = {np.dtype(np.uint8): 128, np.dtype(np.int8): 0}
 L2_OUTPUT_SCALE_BITS = 7
 
 
@@ -52,21 +51,11 @@ def l2_normalization(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndar
     x = inputs[0]
     xt, yt = node.inputs[0], node.outputs[0]
     dtype = np.dtype(yt.dtype)
-    if xt.dtype != dtype:
-        raise node.error(f"input type {xt.dtype} differs from output type {dtype}")
-    if not 1 <= x.ndim <= 4:
-        raise node.error(f"input rank {x.ndim} is not supported (1 to 4)")
-    activation = getattr(node.attrs, "fused_activation_function", ir.Activation.NONE)
-    if activation != ir.Activation.NONE:
-        raise node.error(f"fused activation {ir.Activation(activation).name} is not supported (LiteRT takes NONE)")
+    reason = l2_norm_reason(node.attrs, xt, yt)
+    if reason:
+        raise node.error(reason)
     if dtype == np.float32:
         return l2_normalization_float(x)
-    if dtype not in L2_OUT_ZERO_POINT:
-        raise node.error(f"type {dtype} is not supported (LiteRT takes float32, uint8 and int8)")
-    if xt.quantization is None or yt.quantization is None:
-        raise node.error(f"quantized {dtype} tensors need quantization parameters")
-    if np.float32(yt.scale) != np.float32(1 / 128) or yt.zero_point != L2_OUT_ZERO_POINT[dtype]:
-        raise node.error(f"{dtype} output needs scale 1/128 and zero point {L2_OUT_ZERO_POINT[dtype]}")
     return l2_normalization_quantized(x, xt.zero_point, dtype)
 
 
@@ -86,10 +75,9 @@ def window_sums_of_squares(x: np.ndarray, radius: int) -> np.ndarray:
 def local_response_normalization(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """x * (bias + alpha * sum of neighbouring squares)^-beta across channels."""
     x = inputs[0]
-    if node.inputs[0].dtype != np.float32 or node.outputs[0].dtype != np.float32:
-        raise node.error(f"type {node.inputs[0].dtype} is not supported (LiteRT takes float32)")
-    if x.ndim != 4:
-        raise node.error(f"input rank {x.ndim} is not supported (LiteRT takes 4-D)")
+    reason = lrn_reason(node.inputs[0], node.outputs[0])
+    if reason:
+        raise node.error(reason)
     o = node.attrs
     accum = window_sums_of_squares(x, int(o.radius))
     base = np.float32(o.bias) + np.float32(o.alpha) * accum

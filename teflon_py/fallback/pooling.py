@@ -11,50 +11,29 @@ output's grid.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
-from teflon_py import ir, quant
+from teflon_py import ir
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.common import Padding
+from teflon_py.ops.pool import QUANTIZED, PoolGeometry, geometry, pool_types_reason, window_counts
+from teflon_py.ops.pool import pool_geometry as _pool_geometry
 
-QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
+__all__ = ["FLOAT_MAX", "QUANTIZED", "PoolGeometry", "out_size", "pool_geometry", "window_counts", "window_taps"]
+
 FLOAT_MAX = float(np.finfo(np.float32).max)
 
 
-class PoolGeometry(NamedTuple):
-    """Window placement of one pool: output size, top/left padding, filter and strides."""
-
-    out_h: int
-    out_w: int
-    pad_h: int
-    pad_w: int
-    filter_h: int
-    filter_w: int
-    stride_h: int
-    stride_w: int
-
-
 def out_size(padding: ir.Padding, size: int, filter_size: int, stride: int) -> int:
-    """TFLite's ComputeOutSize (dilation 1)."""
-    if padding == ir.Padding.SAME:
-        return (size + stride - 1) // stride
-    return (size + stride - filter_size) // stride
+    """TFLite's ComputeOutSize (dilation 1), for a TFLite padding code (MediaPipe's pool structs)."""
+    p = Padding.tf_same() if padding == ir.Padding.SAME else Padding.valid()
+    return geometry(p, size, 1, (filter_size, 1), (stride, 1)).out_h
 
 
 def pool_geometry(node: Node, height: int, width: int) -> PoolGeometry:
-    """TFLite's ComputePaddingHeightWidth for a pool's options, with its parameter checks."""
-    o = node.attrs
-    fh, fw, sh, sw = o.filter_height, o.filter_width, o.stride_h, o.stride_w
-    if min(fh, fw, sh, sw) <= 0:
-        raise node.error(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
-    padding = ir.Padding(int(o.padding))
-    oh, ow = out_size(padding, height, fh, sh), out_size(padding, width, fw, sw)
-    if oh <= 0 or ow <= 0:
-        raise node.error(f"filter {fh}x{fw} does not fit the {height}x{width} input with VALID padding")
-    pad_h = max(((oh - 1) * sh + fh - height) // 2, 0)
-    pad_w = max(((ow - 1) * sw + fw - width) // 2, 0)
-    return PoolGeometry(oh, ow, pad_h, pad_w, fh, fw, sh, sw)
+    """The node's pool windows (``ops.pool.pool_geometry``: LiteRT's parameter checks)."""
+    return _pool_geometry(node.attrs, height, width, node.op.describe())
 
 
 def window_taps(x: np.ndarray, g: PoolGeometry, fill: float) -> Iterator[np.ndarray]:
@@ -69,32 +48,22 @@ def window_taps(x: np.ndarray, g: PoolGeometry, fill: float) -> Iterator[np.ndar
             yield padded[:, fy:fy + span_h:g.stride_h, fx:fx + span_w:g.stride_w, :]
 
 
-def window_counts(g: PoolGeometry, height: int, width: int) -> np.ndarray:
-    """(out_h, out_w, 1) number of in-bounds elements under each window."""
-    y0 = np.arange(g.out_h) * g.stride_h - g.pad_h
-    x0 = np.arange(g.out_w) * g.stride_w - g.pad_w
-    rows = np.minimum(g.filter_h, height - y0) - np.maximum(0, -y0)
-    cols = np.minimum(g.filter_w, width - x0) - np.maximum(0, -x0)
-    return (np.maximum(rows, 0)[:, None] * np.maximum(cols, 0)[None, :])[:, :, None]
-
-
 def _prepare(node: Node, x: np.ndarray) -> tuple[PoolGeometry, tuple[float, float] | tuple[int, int]]:
     """Checks shared by both pools; returns the window geometry and the activation clamp bounds."""
     xt, yt = node.inputs[0], node.outputs[0]
     if x.ndim != 4:
         raise node.error(f"input must be 4-D NHWC, got shape {x.shape}")
-    if xt.dtype != yt.dtype:
-        raise node.error(f"input type {xt.dtype} differs from output type {yt.dtype}")
-    if yt.dtype != np.float32 and yt.dtype not in QUANTIZED:
-        raise node.error(f"type {yt.dtype} is not supported")
-    act = node.attrs.fused_activation_function
+    reason = pool_types_reason(node.op.name, xt.dtype, yt.dtype)
+    if reason:
+        raise node.error(reason)
+    act = node.attrs.activation
     g = pool_geometry(node, x.shape[1], x.shape[2])
     if yt.dtype == np.float32:
-        lo, hi = quant.activation_range(act, yt.dtype)
+        lo, hi = act.range(yt.dtype)
         return g, (max(lo, -FLOAT_MAX), min(hi, FLOAT_MAX))
     if yt.quantization is None:
         raise node.error(f"quantized {yt.dtype} output needs quantization parameters")
-    return g, quant.activation_range(act, yt.dtype, yt.scale, yt.zero_point)
+    return g, act.range(yt.dtype, yt.scale, yt.zero_point)
 
 
 @register("AVERAGE_POOL_2D")
@@ -103,7 +72,7 @@ def average_pool_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarr
     x = inputs[0]
     g, (lo, hi) = _prepare(node, x)
     counts = window_counts(g, x.shape[1], x.shape[2])
-    if not counts.all():
+    if not counts.all():  # ops.pool.empty_window
         raise node.error("a pooling window lies entirely in the padding")
     dtype = node.outputs[0].dtype
     if dtype == np.float32:

@@ -27,29 +27,22 @@ import numpy as np
 
 from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.reduce import axes_reason, normalize_axes, reduced_shape
 
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
 
 
 def resolve_axes(node: Node, axis: np.ndarray, ndim: int) -> list[int]:
-    """TFLite's ResolveAxis: negative axes wrapped, duplicates dropped, order kept."""
-    resolved: list[int] = []
+    """TFLite's ResolveAxis: negative axes wrapped, duplicates dropped, order kept (the axes the
+    frontend recorded, or the runtime tensor's)."""
     if ndim == 0:
-        return resolved
-    for a in np.asarray(axis).reshape(-1).tolist():
-        current = a + ndim if a < 0 else a
-        if not 0 <= current < ndim:
-            raise node.error(f"axis {a} is out of range for a rank-{ndim} input")
-        if current not in resolved:
-            resolved.append(current)
-    return resolved
-
-
-def reduced_shape(shape: tuple[int, ...], axes: list[int], keep_dims: bool) -> tuple[int, ...]:
-    """The output shape of a reduction over ``axes``."""
-    if keep_dims:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
+        return []
+    attrs = node.attrs
+    axes = attrs.axes if getattr(attrs, "axes", None) is not None else normalize_axes(axis, ndim)
+    reason = axes_reason(axes, ndim)
+    if reason:
+        raise node.error(reason)
+    return list(axes)
 
 
 def rows_to_reduce(x: np.ndarray, axes: list[int]) -> np.ndarray:

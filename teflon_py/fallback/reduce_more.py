@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.reduce import one_axis_reason
 
 ARG_TYPES = tuple(np.dtype(t) for t in (np.float32, np.uint8, np.int8, np.int32, np.bool_))
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -22,7 +23,14 @@ CUMSUM_TYPES = tuple(np.dtype(t) for t in (np.float32, np.int32, np.int64))
 
 
 def resolve_axis(node: Node, axis: np.ndarray, ndim: int) -> int:
-    """The one axis of a one-element axis tensor, negative values counted from the end."""
+    """The one axis (the frontend's record of a constant, else the one-element runtime tensor's),
+    negative values counted from the end."""
+    recorded = getattr(node.attrs, "axis", None)
+    if recorded is not None:
+        reason = one_axis_reason(recorded, ndim)
+        if reason:
+            raise node.error(reason)
+        return recorded
     flat = np.asarray(axis).reshape(-1)
     if flat.size != 1:
         raise node.error(f"the axis tensor must hold one element, not {flat.size}")

@@ -24,28 +24,18 @@ import numpy as np
 
 from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.resize import resize_reason, size_reason
 
-_TYPES = (np.dtype(np.float32), np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16))
 _ONE = 1 << 10  # the integer path's fixed-point unit
 
 
 def _prepare(node: Node, x: np.ndarray, size: np.ndarray) -> tuple[int, int, bool, bool]:
     """(out_h, out_w, align_corners, half_pixel_centers) after LiteRT's checks."""
-    if x.ndim != 4:
-        raise node.error(f"input must be 4-D NHWC, got shape {x.shape}")
-    if size is None or size.size != 2:
-        raise node.error("size must hold two values (new height, new width)")
-    if np.dtype(x.dtype) not in _TYPES:
-        raise node.error(f"type {x.dtype} is not supported (float32, uint8, int8, int16 are)")
-    if node.outputs[0].dtype != x.dtype:
-        raise node.error(f"output type {node.outputs[0].dtype} differs from input type {x.dtype}")
+    reason = resize_reason(node.op.name, node.attrs, node.inputs[0], node.outputs[0]) or size_reason(size)
+    if reason:
+        raise node.error(reason)
     oh, ow = (int(v) for v in size.reshape(-1))
-    if oh < 1 or ow < 1:
-        raise node.error(f"output size {oh}x{ow} must be positive")
-    opts = node.attrs
-    align = bool(opts.align_corners) if opts is not None else False
-    half = bool(opts.half_pixel_centers) if opts is not None else False
-    return oh, ow, align, half
+    return oh, ow, node.attrs.align_corners, node.attrs.half_pixel_centers
 
 
 def _float_scale(in_size: int, out_size: int, align: bool) -> np.float32:
@@ -125,8 +115,6 @@ def resize_bilinear(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarr
     """Bilinear resize to ``size``: float blend for float32/uint8, LiteRT's integer path for int8/int16."""
     x = inputs[0]
     oh, ow, align, half = _prepare(node, x, inputs[1])
-    if align and half:
-        raise node.error("align_corners and half_pixel_centers cannot both be set")
     dtype = np.dtype(x.dtype)
     _, h, w, _ = x.shape
     if dtype in (np.float32, np.uint8):

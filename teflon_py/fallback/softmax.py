@@ -20,9 +20,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from teflon_py import quant
+from teflon_py.errors import UnsupportedError
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.normalization import (
+    LOG_OUT_ZERO_POINT,
+    SCALED_DIFF_INTEGER_BITS,
+    log_softmax_reason,
+    softmax_reason,
+    softmax_scaling,
+)
 
-SCALED_DIFF_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
 
 
@@ -37,13 +44,9 @@ def softmax_float(x: np.ndarray, beta: float) -> np.ndarray:
 def softmax_params(node: Node) -> tuple[int, int, int]:
     """(input multiplier, input left shift, diff_min) of the quantized reference softmax."""
     try:
-        multiplier, left_shift = quant.preprocess_softmax_scaling(
-            float(np.float32(node.attrs.beta)), float(np.float32(node.inputs[0].scale)),
-            SCALED_DIFF_INTEGER_BITS)
-    except ValueError as e:
+        return softmax_scaling(node.attrs.beta, node.inputs[0].scale)
+    except UnsupportedError as e:
         raise node.error(str(e)) from None
-    diff_min = -quant.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
-    return multiplier, left_shift, diff_min
 
 
 def softmax_quantized(x: np.ndarray, multiplier: int, left_shift: int, diff_min: int,
@@ -69,16 +72,11 @@ def softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """exp(beta * x) normalised over the last axis."""
     x = inputs[0]
     xt, yt = node.inputs[0], node.outputs[0]
-    if x.ndim < 1:
-        raise node.error("input must have at least one dimension")
-    if yt.dtype == np.float32 and xt.dtype == np.float32:
+    reason = softmax_reason(xt, yt)
+    if reason:
+        raise node.error(reason)
+    if yt.dtype == np.float32:
         return softmax_float(x, node.attrs.beta)
-    if xt.dtype not in (np.int8, np.uint8) or yt.dtype != xt.dtype:
-        raise node.error(f"{xt.dtype} input with {yt.dtype} output is not supported")
-    if xt.quantization is None or yt.quantization is None:
-        raise node.error(f"quantized {xt.dtype} tensors need quantization parameters")
-    if yt.dtype == np.int8 and (yt.zero_point != -128 or abs(yt.scale - 1 / 256) > 0.001 / 256):
-        raise node.error("int8 output needs scale 1/256 and zero point -128")
     multiplier, left_shift, diff_min = node.memo("softmax", lambda: softmax_params(node))
     try:
         return softmax_quantized(x, multiplier, left_shift, diff_min, yt.dtype)
@@ -89,8 +87,6 @@ def softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
 # -- LOG_SOFTMAX --------------------------------------------------------------------------------
 
 LOG_OUTPUT_INTEGER_BITS = 4
-#: output zero point LiteRT's LOG_SOFTMAX requires (the scale is always 16/256)
-LOG_OUT_ZERO_POINT = {np.dtype(np.int8): 127, np.dtype(np.uint8): 255}
 
 
 def log_softmax_float(x: np.ndarray) -> np.ndarray:
@@ -137,17 +133,10 @@ def log_softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """log(softmax(x)) over the last axis."""
     x = inputs[0]
     xt, yt = node.inputs[0], node.outputs[0]
-    if x.ndim < 1:
-        raise node.error("input must have at least one dimension")
-    if xt.dtype != yt.dtype:
-        raise node.error(f"input type {xt.dtype} differs from output type {yt.dtype}")
+    reason = log_softmax_reason(xt, yt)
+    if reason:
+        raise node.error(reason)
     if yt.dtype == np.float32:
         return log_softmax_float(x)
     dtype = np.dtype(yt.dtype)
-    if dtype not in LOG_OUT_ZERO_POINT:
-        raise node.error(f"type {dtype} is not supported (LiteRT takes float32, int8 and uint8)")
-    if xt.quantization is None or yt.quantization is None:
-        raise node.error(f"quantized {dtype} tensors need quantization parameters")
-    if np.float32(yt.scale) != np.float32(16 / 256) or yt.zero_point != LOG_OUT_ZERO_POINT[dtype]:
-        raise node.error(f"{dtype} output needs scale 16/256 and zero point {LOG_OUT_ZERO_POINT[dtype]}")
     return log_softmax_quantized(x, node.memo("log_softmax", lambda: log_softmax_params(node)), dtype)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir, quant
-from teflon_py.errors import TeflonError
+from teflon_py import quant
 from teflon_py.fallback import reduce as fallback_reduce
 from teflon_py.fallback import softmax as fallback_softmax
 from teflon_py.fallback.registry import Node
@@ -16,98 +15,45 @@ from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import flip
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings import pool as float_pool
-from teflon_py.opencl.registry import EmitContext, options
-from teflon_py.tflite.options import Pool2DOptions, ReducerOptions
+from teflon_py.opencl.lowerings import reduce as float_reduce
+from teflon_py.opencl.registry import OpEmit, register
+from teflon_py.ops.normalization import SoftmaxAttrs, softmax_scaling
+from teflon_py.ops.pool import PoolAttrs, geometry
+from teflon_py.ops.reduce import ReduceAttrs
 
 FILES = ("quant.cl", "qreduce.cl")
 KINDS = ("int8", "uint8")
 POOLS = {"AVERAGE_POOL_2D": "qavg_pool", "MAX_POOL_2D": "qmax_pool"}
 
 
-def _quantized_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """Input and output share the 8-bit type and carry per-tensor quantization."""
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != y.dtype:
-        return f"input type {x.dtype} differs from output type {y.dtype}"
-    for t in (x, y):
-        if t.quantization is None or t.quantization.scale.size == 0:
-            return f"{t.describe()} has no quantization parameters"
-        if t.quantization.per_channel:
-            return f"{t.describe()} is quantized per channel"
-    return None
-
-
 # -- pools -----------------------------------------------------------------------------------------
 
-def check_pool(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """The float pool's geometry checks, plus: no window may lie entirely in the padding (the
-    quantized average would divide by zero there)."""
-    reason = _quantized_reason(graph, op) or float_pool.check_pool(graph, op)
-    if reason:
-        return reason
-    opts = options(op, Pool2DOptions)
-    x = graph.tensors[op.inputs[0]].shape
-    wh = kernels.window(x[1], opts.filter_height, opts.stride_h, 1, opts.padding)
-    ww = kernels.window(x[2], opts.filter_width, opts.stride_w, 1, opts.padding)
-    for win, size, filt, stride in ((wh, x[1], opts.filter_height, opts.stride_h),
-                                     (ww, x[2], opts.filter_width, opts.stride_w)):
-        start = np.arange(win.out) * stride - win.pad
-        if np.any(np.minimum(start + filt, size) - np.maximum(start, 0) <= 0):
-            return "a pooling window lies entirely in the padding"
-    return None
-
-
-def pool_2d(ctx: EmitContext, op: ir.Operation) -> None:
+@register(*POOLS, kind="int8", check=float_pool.check_pool)
+@register(*POOLS, kind="uint8", check=float_pool.check_pool)
+def pool_2d(ctx: OpEmit, attrs: PoolAttrs) -> None:
     """One work-item per output pixel x 16 channels; the output's grid only sets the clamp."""
-    x, yt = op.inputs[0], ctx.graph.tensors[op.outputs[0]]
-    opts = options(op, Pool2DOptions)
+    x, yt = ctx.operand(0), ctx.graph.tensors[ctx.op.outputs[0]]
     nb, ih, iw, c = ctx.shape(x)
-    wh = kernels.window(ih, opts.filter_height, opts.stride_h, 1, opts.padding)
-    ww = kernels.window(iw, opts.filter_width, opts.stride_w, 1, opts.padding)
-    lo, hi = qkernels.clamp_range(opts.fused_activation_function, yt)
-    args = kernels.scalars(C=c, IH=ih, IW=iw, OH=wh.out, OW=ww.out, FH=opts.filter_height,
-                           FW=opts.filter_width, SH=opts.stride_h, SW=opts.stride_w, PT=wh.pad, PL=ww.pad,
-                           flip=flip(yt.dtype), lo=lo, hi=hi)
-    spec = KernelSpec(files=FILES, name=POOLS[op.name], defines={},
-                      global_size=(-(-c // 16), ww.out, nb * wh.out), local_size=(1, 1, 1),
+    g = geometry(attrs.padding, ih, iw, attrs.filter, attrs.strides)
+    lo, hi = attrs.activation.range(yt.dtype, yt.scale, yt.zero_point)
+    args = kernels.scalars(C=c, IH=ih, IW=iw, OH=g.out_h, OW=g.out_w, FH=g.filter_h,
+                           FW=g.filter_w, SH=g.stride_h, SW=g.stride_w, PT=g.pad_h, PL=g.pad_w,
+                           flip=flip(yt.dtype), lo=int(lo), hi=int(hi))
+    spec = KernelSpec(files=FILES, name=POOLS[ctx.op.name], defines={},
+                      global_size=(-(-c // 16), g.out_w, nb * g.out_h), local_size=(1, 1, 1),
                       args=("input", "output", *args), scalars=args)
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
 # -- MEAN ------------------------------------------------------------------------------------------
 
-def mean_axes(graph: ir.Graph, op: ir.Operation) -> list[int]:
-    """The reduced axes, normalised and deduplicated, in increasing order."""
-    rank = len(graph.tensors[op.inputs[0]].shape)
-    axes = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1).astype(int)
-    if ((axes < -rank) | (axes >= rank)).any():
-        raise ValueError(f"axes {axes.tolist()} out of range for rank {rank}")
-    return sorted({int(a) % rank for a in axes})
-
-
-def check_mean(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _quantized_reason(graph, op)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    try:
-        axes = mean_axes(graph, op)
-    except ValueError as e:
-        return str(e)
-    keep = options(op, ReducerOptions).keep_dims
-    expected = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-    if int(np.prod(expected, dtype=np.int64)) != int(np.prod(y.shape, dtype=np.int64)):
-        return f"output shape {list(y.shape)} does not follow from the axes"
-    if x.dtype == np.int16 and (x.zero_point or y.zero_point):
-        return "int16 needs zero points 0"
-    return None
-
-
-def mean(ctx: EmitContext, op: ir.Operation) -> None:
+@register("MEAN", kind="int8", check=float_reduce.check_mean, params=(1,))
+@register("MEAN", kind="uint8", check=float_reduce.check_mean, params=(1,))
+def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     """Kept x reduced index spaces (each padded to four dims) as strides into the input."""
-    graph = ctx.graph
+    graph, op = ctx.graph, ctx.op
     xt, yt = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    shape, axes = ctx.shape(op.inputs[0]), mean_axes(graph, op)
+    shape, axes = ctx.shape(op.inputs[0]), float_reduce.mean_axes(attrs)
     strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
     dims = list(zip(shape, strides))
     kept = [(1, 0)] * (4 - len(shape) + len(axes)) + [ds for i, ds in enumerate(dims) if i not in axes]
@@ -124,15 +70,15 @@ def mean(ctx: EmitContext, op: ir.Operation) -> None:
                            m=m, shift=shift, out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype))
     spec = KernelSpec(files=FILES, name="qmean", defines={}, global_size=(-(-n_out // opi),), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
 
 
 # -- SOFTMAX ---------------------------------------------------------------------------------------
 
-def softmax_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.ndarray, int]:
+def softmax_tables(beta: float, input_scale: float) -> tuple[np.ndarray, np.ndarray, int]:
     """(Q0 exp, Q12 term, diff_min) for every row-maximum distance d = max - x in [0, 255], as
     ``fallback.softmax.softmax_quantized`` computes them per element."""
-    multiplier, left_shift, diff_min = fallback_softmax.softmax_params(Node.of(graph, op))
+    multiplier, left_shift, diff_min = softmax_scaling(beta, input_scale)
     diff = -np.arange(256, dtype=np.int64)
     used = diff >= diff_min
     scaled = quant.multiply_by_quantized_multiplier_greater_than_one(np.where(used, diff, 0), multiplier,
@@ -142,26 +88,12 @@ def softmax_tables(graph: ir.Graph, op: ir.Operation) -> tuple[np.ndarray, np.nd
     return exp.astype(np.int32), terms.astype(np.int32), int(diff_min)
 
 
-def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _quantized_reason(graph, op)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if len(x.shape) < 1 or tuple(x.shape) != tuple(y.shape):
-        return "output shape differs from the input's"
-    if y.dtype == np.int8 and (y.zero_point != -128 or abs(y.scale - 1 / 256) > 0.001 / 256):
-        return "int8 output needs scale 1/256 and zero point -128"
-    try:
-        softmax_tables(graph, op)
-    except TeflonError as e:
-        return str(e).split(": ", 1)[-1]
-    return None
-
-
-def softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("SOFTMAX", kind="int8", check=float_reduce.check_softmax, max_rank=None)
+@register("SOFTMAX", kind="uint8", check=float_reduce.check_softmax, max_rank=None)
+def softmax(ctx: OpEmit, attrs: SoftmaxAttrs) -> None:
     """One row per work-item: max, sum of table terms, GetReciprocal, scaled table exps."""
-    exps, terms, diff_min = softmax_tables(ctx.graph, op)
-    x, yt = op.inputs[0], ctx.graph.tensors[op.outputs[0]]
+    x, yt = ctx.operand(0), ctx.graph.tensors[ctx.op.outputs[0]]
+    exps, terms, diff_min = softmax_tables(attrs.beta, ctx.graph.tensors[x].scale)
     shape = ctx.shape(x)
     qmin, qmax = quant.QRANGE[np.dtype(yt.dtype)]
     args = kernels.scalars(depth=shape[-1], flip=flip(yt.dtype), diff_min=diff_min, qmin=qmin, qmax=qmax)
@@ -169,10 +101,6 @@ def softmax(ctx: EmitContext, op: ir.Operation) -> None:
     spec = KernelSpec(files=FILES, name="qsoftmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", "exps", "terms", *args),
                       constants={"exps": exps, "terms": terms}, scalars=args)
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
-for _kind in KINDS:
-    qkernels.lowering_if_free(*POOLS, kind=_kind, check=check_pool)(pool_2d)
-    qkernels.lowering_if_free("MEAN", kind=_kind, check=check_mean, params=(1,))(mean)
-    qkernels.lowering_if_free("SOFTMAX", kind=_kind, check=check_softmax, max_rank=None)(softmax)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir
+from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.registry import EmitContext, lowering, op_kind, options
-from teflon_py.tflite.options import CumsumOptions, ReducerOptions, SoftmaxOptions
+from teflon_py.opencl.registry import OpEmit, OpTensors, op_kind, register
+from teflon_py.ops.common import NoAttrs
+from teflon_py.ops.normalization import SoftmaxAttrs, log_softmax_reason, softmax_reason, softmax_scaling
+from teflon_py.ops.reduce import CumsumAttrs, ReduceAttrs, one_axis_reason, reduce_shape_reason
 
 FILES = ("common.cl", "reduce.cl")
 #: reduce.cl's kernel per op, and its suffix per dtype
@@ -23,28 +25,22 @@ SUFFIX = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "b8"}
 LOGICAL = {"REDUCE_ANY": "any", "REDUCE_ALL": "all"}
 
 
-def mean_axes(graph: ir.Graph, op: ir.Operation) -> list[int]:
-    """The reduced axes, normalised and deduplicated, in increasing order."""
-    rank = len(graph.tensors[op.inputs[0]].shape)
-    axes = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1).astype(int)
-    if ((axes < -rank) | (axes >= rank)).any():
-        raise ValueError(f"axes {axes.tolist()} out of range for rank {rank}")
-    return sorted({int(a) % rank for a in axes})
+def mean_axes(attrs: ReduceAttrs) -> list[int]:
+    """The reduced axes (recorded by the frontend, checked in range), in increasing order."""
+    return sorted(attrs.axes)
 
 
-def check_mean(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """The axes are in range and the output shape follows from them (with or without keep_dims)."""
-    x = graph.tensors[op.inputs[0]].shape
-    try:
-        axes = mean_axes(graph, op)
-    except ValueError as e:
-        return str(e)
-    keep = options(op, ReducerOptions).keep_dims
-    expected = tuple(1 if i in axes else d for i, d in enumerate(x) if keep or i not in axes)
-    if tuple(graph.tensors[op.outputs[0]].shape) != expected and int(np.prod(expected)) != int(
-            np.prod(graph.tensors[op.outputs[0]].shape)):
-        return f"output shape {list(graph.tensors[op.outputs[0]].shape)} does not follow from the axes"
-    return None
+def check_mean(attrs: ReduceAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """Every reduction, float and 8-bit: constant axes in range, the output's size follows from
+    them (with or without keep_dims); 8-bit MEAN also needs per-tensor quantization, one type."""
+    x, y = tensors.inputs[0], tensors.outputs[0]
+    if np.dtype(x.dtype) in (np.int8, np.uint8):
+        if x.dtype != y.dtype:
+            return f"input type {x.dtype} differs from output type {y.dtype}"
+        reason = quantization_reason(tensors)
+        if reason:
+            return reason
+    return reduce_shape_reason(attrs, x, y)
 
 
 def reduce_spec(shape: tuple[int, ...], axes: list[int], kernel: str = "mean") -> KernelSpec:
@@ -92,31 +88,51 @@ def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
                       local_size=(1,), args=("input", "output", *args), scalars=args, entry="mean_mid")
 
 
-@lowering("MEAN", check=check_mean, params=(1,))
-def mean(ctx: EmitContext, op: ir.Operation) -> None:
-    x = op.inputs[0]
-    ctx.launch(mean_spec(ctx.shape(x), mean_axes(ctx.graph, op)), input=x, output=ctx.output(op))
+@register("MEAN", check=check_mean, params=(1,))
+def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
+    x = ctx.operand(0)
+    ctx.launch(mean_spec(ctx.shape(x), mean_axes(attrs)), input=x, output=ctx.output())
 
 
-def reduce_(ctx: EmitContext, op: ir.Operation) -> None:
+def reduce_(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     """SUM, REDUCE_PROD/MAX/MIN (float32, int32, int64), REDUCE_ANY/ALL (bool): one fold per output."""
-    x = op.inputs[0]
-    kernel = f"{(REDUCERS | LOGICAL)[op.name]}_{SUFFIX[op_kind(ctx.graph, op)]}"
-    ctx.launch(reduce_spec(ctx.shape(x), mean_axes(ctx.graph, op), kernel), input=x, output=ctx.output(op))
+    x = ctx.operand(0)
+    kernel = f"{(REDUCERS | LOGICAL)[ctx.op.name]}_{SUFFIX[op_kind(ctx.graph, ctx.op)]}"
+    ctx.launch(reduce_spec(ctx.shape(x), mean_axes(attrs), kernel), input=x, output=ctx.output())
 
 
 for _kind in ("float32", "int32", "int64"):
-    lowering(*REDUCERS, kind=_kind, check=check_mean, params=(1,))(reduce_)
-lowering(*LOGICAL, kind="bool", check=check_mean, params=(1,))(reduce_)
+    register(*REDUCERS, kind=_kind, check=check_mean, params=(1,))(reduce_)
+register(*LOGICAL, kind="bool", check=check_mean, params=(1,))(reduce_)
 
 
-def check_softmax(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """At least one dimension, and the output shaped as the input."""
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) < 1:
+def quantization_reason(tensors: OpTensors) -> str | None:
+    """The 8-bit lowerings' rule: the first input and the output carry per-tensor quantization."""
+    for t in (tensors.inputs[0], tensors.outputs[0]):
+        if t.quantization is None or t.quantization.scale.size == 0:
+            return f"{t.describe()} has no quantization parameters"
+        if t.quantization.per_channel:
+            return f"{t.describe()} is quantized per channel"
+    return None
+
+
+def check_softmax(attrs: SoftmaxAttrs | NoAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """SOFTMAX and LOG_SOFTMAX, float and 8-bit: the output shaped as the input and the op
+    layer's type rules; 8-bit SOFTMAX also needs LiteRT's fixed-point scaling of beta * scale."""
+    x, y = tensors.inputs[0], tensors.outputs[0]
+    if len(x.shape) < 1:
         return "input must have at least one dimension"
-    if tuple(x) != tuple(y):
+    if tuple(x.shape) != tuple(y.shape):
         return "output shape differs from the input's"
+    quantized = x.dtype.kind != "f"
+    reason = (quantized and quantization_reason(tensors)) or (
+        softmax_reason(x, y) if isinstance(attrs, SoftmaxAttrs) else log_softmax_reason(x, y))
+    if reason or not quantized or not isinstance(attrs, SoftmaxAttrs):
+        return reason or None
+    try:
+        softmax_scaling(attrs.beta, x.scale)
+    except UnsupportedError as e:
+        return str(e)
     return None
 
 
@@ -125,52 +141,38 @@ def _rows(shape: tuple[int, ...]) -> tuple[int, int]:
     return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
 
 
-@lowering("SOFTMAX", check=check_softmax, max_rank=None)
-def softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("SOFTMAX", check=check_softmax, max_rank=None)
+def softmax(ctx: OpEmit, attrs: SoftmaxAttrs) -> None:
     """One row per work-item: max, exp((x - max) * beta) and its running sum, then the division."""
-    x = op.inputs[0]
+    x = ctx.operand(0)
     rows, depth = _rows(ctx.shape(x))
-    args = kernels.scalars(depth=depth, beta=float(np.float32(options(op, SoftmaxOptions).beta)))
+    args = kernels.scalars(depth=depth, beta=float(np.float32(attrs.beta)))
     spec = KernelSpec(files=FILES, name="softmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
-@lowering("LOG_SOFTMAX", check=check_softmax, max_rank=None)
-def log_softmax(ctx: EmitContext, op: ir.Operation) -> None:
+@register("LOG_SOFTMAX", check=check_softmax, max_rank=None)
+def log_softmax(ctx: OpEmit, attrs: NoAttrs) -> None:
     """One row per work-item: max, the running sum of exp(x - max), then (x - max) - log(sum)."""
-    x = op.inputs[0]
+    x = ctx.operand(0)
     rows, depth = _rows(ctx.shape(x))
     args = kernels.scalars(depth=depth)
     spec = KernelSpec(files=FILES, name="log_softmax", defines={}, global_size=(rows,), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
-def cumsum_axis(graph: ir.Graph, op: ir.Operation) -> int:
-    """The scanned axis, from a one-element constant, negative values counted from the end."""
-    rank = len(graph.tensors[op.inputs[0]].shape)
-    flat = np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1)
-    if flat.size != 1:
-        raise ValueError(f"the axis tensor holds {flat.size} values, not one")
-    axis = int(flat[0])
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} out of range for rank {rank}")
-    return axis % rank
-
-
-def check_cumsum(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """A rank >= 1 input shaped as the output, an int32 axis in range."""
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+def check_cumsum(attrs: CumsumAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """A rank >= 1 input shaped as the output, a constant int32 axis in range."""
+    x, y = tensors.inputs[0].shape, tensors.outputs[0].shape
     if len(x) < 1 or tuple(x) != tuple(y):
         return "input must have at least one dimension and the output's shape"
-    if graph.tensors[op.inputs[1]].dtype != np.int32:
+    if tensors.inputs[1].dtype != np.int32:
         return "the axis tensor must be int32"
-    try:
-        cumsum_axis(graph, op)
-    except ValueError as e:
-        return str(e)
-    return None
+    if attrs.axis is None:
+        return "the axis tensor must hold one value"
+    return one_axis_reason(attrs.axis, len(x))
 
 
 def cumsum_spec(shape: tuple[int, ...], axis: int, dtype: str, exclusive: bool, reverse: bool) -> KernelSpec:
@@ -184,14 +186,12 @@ def cumsum_spec(shape: tuple[int, ...], axis: int, dtype: str, exclusive: bool, 
                       local_size=(1,), args=("input", "output", *args), scalars=args)
 
 
-def cumsum(ctx: EmitContext, op: ir.Operation) -> None:
+def cumsum(ctx: OpEmit, attrs: CumsumAttrs) -> None:
     """CUMSUM, inclusive or exclusive, forward or reversed."""
-    x = op.inputs[0]
-    opts = options(op, CumsumOptions)
-    spec = cumsum_spec(ctx.shape(x), cumsum_axis(ctx.graph, op), op_kind(ctx.graph, op),
-                       bool(opts.exclusive), bool(opts.reverse))
-    ctx.launch(spec, input=x, output=ctx.output(op))
+    x = ctx.operand(0)
+    spec = cumsum_spec(ctx.shape(x), attrs.axis, op_kind(ctx.graph, ctx.op), attrs.exclusive, attrs.reverse)
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
 for _kind in ("float32", "int32", "int64"):
-    lowering("CUMSUM", kind=_kind, check=check_cumsum, params=(1,))(cumsum)
+    register("CUMSUM", kind=_kind, check=check_cumsum, params=(1,))(cumsum)

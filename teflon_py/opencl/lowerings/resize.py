@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from teflon_py import ir
 from teflon_py.fallback.resize import float_axis, integer_axis, nearest_axis
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.movement_plan import (
@@ -22,20 +21,18 @@ from teflon_py.opencl.kernels.movement_plan import (
     dense_strides,
     dtype_name,
     fill_value,
-    param,
     suffix,
     table_reason,
     table_spec,
 )
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings.movement import launch
-from teflon_py.opencl.registry import EmitContext, lowering, options
-from teflon_py.tflite.options import ResizeBilinearOptions, ResizeNearestNeighborOptions
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.resize import ResizeAttrs, resize_reason, size_reason
 
 FILES = ("resize.cl",)
 #: dtype -> bilinear kernel suffix (f32/u8 blend in float, i8/i16 in LiteRT's integer units)
 BILINEAR = {"float32": "f32", "uint8": "u8", "int8": "i8", "int16": "i16"}
-OPTIONS = {"RESIZE_BILINEAR": ResizeBilinearOptions, "RESIZE_NEAREST_NEIGHBOR": ResizeNearestNeighborOptions}
 
 
 @dataclass(frozen=True)
@@ -49,35 +46,36 @@ class Resize:
     half: bool
 
 
-def plan_resize(graph: ir.Graph, op: ir.Operation) -> Resize:
-    """The resize an op asks for; ValueError for what LiteRT itself rejects."""
-    shape = tuple(graph.tensors[op.inputs[0]].shape)
-    if len(shape) != 4:
-        raise ValueError(f"input must be 4-D NHWC, got {list(shape)}")
-    size = param(graph, op, 1)
-    if len(size) != 2 or min(size) < 1:
-        raise ValueError(f"size {size} must hold two positive values")
-    opts = options(op, OPTIONS[op.name])
-    plan = Resize(shape, size[0], size[1], bool(opts.align_corners), bool(opts.half_pixel_centers))
-    if op.name == "RESIZE_BILINEAR" and plan.align and plan.half:
-        raise ValueError("align_corners and half_pixel_centers cannot both be set")
-    return plan
+def plan_resize(attrs: ResizeAttrs, shape: tuple[int, ...], size: np.ndarray) -> Resize:
+    """The resize an op asks for (its checks passed)."""
+    oh, ow = (int(v) for v in np.asarray(size).reshape(-1))
+    return Resize(tuple(shape), oh, ow, attrs.align_corners, attrs.half_pixel_centers)
 
 
-def check_resize(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """Both resizes: raw values (one quantization), a size LiteRT accepts, the output shape."""
-    x, y = op.inputs[0], op.outputs[0]
-    reason = data_reason(graph, [x, y]) or table_reason(graph, x)
-    if reason:
-        return reason
-    try:
-        plan = plan_resize(graph, op)
-    except ValueError as e:
-        return str(e)
-    n, _, _, c = plan.shape
-    expected = (n, plan.out_h, plan.out_w, c)
-    actual = tuple(graph.tensors[y].shape)
-    return None if actual == expected else f"output shape {list(actual)}, expected {list(expected)}"
+class _Tensors:
+    """The op's tensors as ``movement_plan``'s graph-indexed rules read them (index = position)."""
+
+    def __init__(self, tensors: OpTensors):
+        self.tensors = [tensors.inputs[0], tensors.outputs[0]]
+
+
+def check_resize(name: str):
+    """Both resizes: raw values (one quantization), the op layer's rules, the output shape."""
+
+    def check(attrs: ResizeAttrs, tensors: OpTensors, caps: object) -> str | None:
+        xt, st, yt = tensors.inputs[0], tensors.input(1), tensors.outputs[0]
+        view = _Tensors(tensors)
+        reason = (data_reason(view, [0, 1]) or table_reason(view, 0) or resize_reason(name, attrs, xt, yt)
+                  or size_reason(st.data if st is not None else None))
+        if reason:
+            return reason
+        plan = plan_resize(attrs, xt.shape, st.data)
+        n, _, _, c = plan.shape
+        expected = (n, plan.out_h, plan.out_w, c)
+        actual = tuple(yt.shape)
+        return None if actual == expected else f"output shape {list(actual)}, expected {list(expected)}"
+
+    return check
 
 
 def bilinear_spec(kind: str, plan: Resize) -> KernelSpec:
@@ -104,11 +102,11 @@ def bilinear_spec(kind: str, plan: Resize) -> KernelSpec:
                       constants=constants)
 
 
-def resize_bilinear(ctx: EmitContext, op: ir.Operation) -> None:
+def resize_bilinear(ctx: OpEmit, attrs: ResizeAttrs) -> None:
     """One blend launch."""
-    x = op.inputs[0]
-    spec = bilinear_spec(dtype_name(ctx.graph, x), plan_resize(ctx.graph, op))
-    launch(ctx, spec, input=x, output=ctx.output(op))
+    x = ctx.operand(0)
+    plan = plan_resize(attrs, ctx.shape(x), ctx.graph.tensors[ctx.operand(1)].data)
+    launch(ctx, bilinear_spec(dtype_name(ctx.graph, x), plan), input=x, output=ctx.output())
 
 
 def nearest_tables(plan: Resize) -> list[np.ndarray]:
@@ -119,16 +117,17 @@ def nearest_tables(plan: Resize) -> list[np.ndarray]:
             nearest_axis(w, plan.out_w, plan.align, plan.half) * sw, np.arange(c)]
 
 
-def resize_nearest_neighbor(ctx: EmitContext, op: ir.Operation) -> None:
+def resize_nearest_neighbor(ctx: OpEmit, attrs: ResizeAttrs) -> None:
     """A table gather of whole pixels."""
-    x = op.inputs[0]
-    spec = table_spec(suffix(ctx.graph, x), nearest_tables(plan_resize(ctx.graph, op)),
-                      fill_value(0, dtype_name(ctx.graph, x)))
-    launch(ctx, spec, input=x, output=ctx.output(op))
+    x = ctx.operand(0)
+    plan = plan_resize(attrs, ctx.shape(x), ctx.graph.tensors[ctx.operand(1)].data)
+    spec = table_spec(suffix(ctx.graph, x), nearest_tables(plan), fill_value(0, dtype_name(ctx.graph, x)))
+    launch(ctx, spec, input=x, output=ctx.output())
 
 
 for _kind in BILINEAR:
-    lowering("RESIZE_BILINEAR", kind=_kind, check=check_resize, params=(1,), max_rank=None)(resize_bilinear)
+    register("RESIZE_BILINEAR", kind=_kind, check=check_resize("RESIZE_BILINEAR"), params=(1,),
+             max_rank=None)(resize_bilinear)
 for _kind in KINDS:
-    lowering("RESIZE_NEAREST_NEIGHBOR", kind=_kind, check=check_resize, params=(1,),
+    register("RESIZE_NEAREST_NEIGHBOR", kind=_kind, check=check_resize("RESIZE_NEAREST_NEIGHBOR"), params=(1,),
              max_rank=None)(resize_nearest_neighbor)
