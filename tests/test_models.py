@@ -37,15 +37,25 @@ def build(name: str, variant: str, size: int | None = None, alpha: float | None 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("name", ["demo", "mobilenet_v1", "mobilenet_v2"])
 def test_zoo_network_matches_litert(backend: str, name: str, variant: str) -> None:
-    # delegated=False: a backend may leave a node to the fallback; the numbers must match regardless
-    check_model(build(name, variant), backend, float_tol=MODEL_TOL, delegated=False)
+    it = check_model(build(name, variant), backend, float_tol=MODEL_TOL)
+    assert_delegated(it, backend)
 
 
 @pytest.mark.parametrize("variant", ["float32", "int8"])
 @pytest.mark.parametrize("name", ["mobilenet_v1", "mobilenet_v2"])
 def test_full_size_network_matches_litert(backend: str, name: str, variant: str) -> None:
     """The 224x224, width 1.0 networks that ``teflon-py bench`` times."""
-    check_model(build(name, variant, 224, 1.0), backend, float_tol=MODEL_TOL, delegated=False, seed=1)
+    it = check_model(build(name, variant, 224, 1.0), backend, float_tol=MODEL_TOL, seed=1)
+    assert_delegated(it, backend)
+
+
+def assert_delegated(it, backend: str) -> None:
+    """On a delegate, every node of a zoo network runs there, as one partition."""
+    if backend == "numpy":
+        return
+    placements = it.placements()
+    assert [p.backend for p in placements] == [backend] * len(placements), placements
+    assert len(it.partitions()) == 1
 
 
 def test_zoo_is_deterministic() -> None:
