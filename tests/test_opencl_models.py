@@ -119,14 +119,19 @@ _ALLOCATE = textwrap.dedent("""
 def test_second_process_finds_programs_in_the_cache(device, tmp_path: Path) -> None:
     env = dict(os.environ, TEFLON_CACHE_DIR=str(tmp_path / "teflon"), POCL_CACHE_DIR=str(tmp_path / "pocl"),
                PYTHONPATH=str(REPO))
-    runs = []
+    def cached_files() -> set[Path]:
+        return {p for d in ("teflon", "pocl") for p in (tmp_path / d).rglob("*")
+                if p.is_file() and not p.name.startswith("tempfile_")}  # PoCL's scratch files
+
+    runs, files = [], []
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", _ALLOCATE], env=env, cwd=REPO, capture_output=True,
                               text=True, check=False, timeout=300)
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        files.append(cached_files())
     assert all(r["backends"] == ["opencl"] for r in runs)
-    cold, warm = runs[0]["seconds"], runs[1]["seconds"]
-    assert cold >= 5 * warm, f"allocate_tensors took {cold:.2f} s cold and {warm:.2f} s from the cache"
-    # on PoCL with its kernel cache on, PoCL's cache holds the programs (ours is only read then)
-    assert any(p.is_file() for d in ("teflon", "pocl") for p in (tmp_path / d).rglob("*"))
+    # cache statistics, not timings (a loaded machine makes timings flaky): the first process fills
+    # the caches (PoCL's, with its kernel cache on; ours otherwise), the second builds nothing new
+    assert files[0], "the first process cached no program"
+    assert files[1] == files[0], f"the second process compiled again: {sorted(map(str, files[1] - files[0]))}"

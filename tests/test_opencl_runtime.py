@@ -213,7 +213,8 @@ CHILD = textwrap.dedent("""
 
 
 def test_second_process_loads_the_binary_fast(dc, tmp_path):
-    """A build + first launch in a fresh process takes ~0.45 s cold, a few ms from our cache."""
+    """A fresh process loads the binary the first one built from our cache (cache statistics, not
+    timings: a build + first launch takes ~0.45 s cold, a few ms from the cache, on a quiet machine)."""
     env = {**os.environ, "TEFLON_CACHE_DIR": str(tmp_path), "POCL_KERNEL_CACHE": "0",
            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
@@ -225,7 +226,7 @@ def test_second_process_loads_the_binary_fast(dc, tmp_path):
     cold, warm = child(), child()
     assert cold["stats"]["source"] == 1 and warm["stats"]["disk"] == 1
     assert cold["center"] == warm["center"] == 72.0
-    assert warm["seconds"] < cold["seconds"] / 4, (cold, warm)
+    assert warm["stats"]["source"] == 0, warm
 
 
 # ---- arena planning ---------------------------------------------------------------------------
