@@ -79,9 +79,10 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, float_tol: float, wha
 
 def check_model(model: bytes, backend: str = "numpy", *, inputs: Sequence[np.ndarray] | None = None,
                 seed: int = 0, float_tol: float = 1e-5, delegated: bool = True,
-                options: dict | None = None,
+                must_claim: bool = False, options: dict | None = None,
                 resolver: OpResolverType = OpResolverType.BUILTIN_REF) -> teflon_py.Interpreter:
-    """Run ``model`` on LiteRT's reference kernels and on teflon-py's ``backend``; assert a match."""
+    """Run ``model`` on LiteRT's reference kernels and on teflon-py's ``backend``; assert a match.
+    ``must_claim``: the case is pinned, the delegate must run every node (a refusal fails)."""
     if inputs is None:
         probe = LiteRTInterpreter(model_content=model)
         rng = np.random.default_rng(seed)
@@ -90,6 +91,10 @@ def check_model(model: bytes, backend: str = "numpy", *, inputs: Sequence[np.nda
     actual, it = run_teflon(model, inputs, backend, options)
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert_close(a, e, float_tol, f"output {k}")
+    if backend != "numpy" and must_claim:  # pinned: the backend must claim and run every node
+        refused = [(op.describe(), it.placements()[op.index].reason) for op in it.graph.operations
+                   if it.placements()[op.index].backend != backend]
+        assert not refused, f"pinned nodes not run on {backend}: {refused}"
     if backend != "numpy" and delegated and claims_all(it.graph, backend, options):
         fallback = [i for i, p in enumerate(it.placements()) if p.backend != backend]
         assert not fallback, f"nodes {fallback} did not run on {backend}: {[it.placements()[i] for i in fallback]}"

@@ -131,6 +131,16 @@ def test_densify_float16_then_dequantize(layout: str, backend: str) -> None:
     check_model(densify_model(values, shape, sparsity, dequantize=True), backend, float_tol=0.0)
 
 
+@pytest.mark.parametrize("layout", ["csr", "block_1x4"])
+def test_densify_int8_then_dequantize(layout: str, backend: str) -> None:
+    """int8 sparse weights read by a DEQUANTIZE: the folded DENSIFY is claimed beside it."""
+    shape, order, block_map, block_sizes, formats, index_dtype = LAYOUTS[layout]
+    values, sparsity = encode(
+        sparse_dense(shape, np.int8, 5), order, block_map, block_sizes, formats, index_dtype
+    )
+    check_model(densify_model(values, shape, sparsity, dequantize=True), backend, float_tol=0.0, must_claim=True)
+
+
 def test_fold_constants_densify_and_dequantize() -> None:
     """Both ops fold into one constant: exactly LiteRT's output; both nodes stay, marked folded."""
     shape, order, block_map, block_sizes, formats, index_dtype = LAYOUTS["block_2x2"]

@@ -434,8 +434,15 @@ def one_hot(ctx: Any, attrs: irules.OneHotAttrs) -> None:
 
 # -- registrations ------------------------------------------------------------------------------
 
+#: (op, dtype) pairs LiteRT itself does not compute (its Prepare refuses them): nothing to lower
+NO_ORACLE = {("DEPTH_TO_SPACE", "bool"), ("DEPTH_TO_SPACE", "int16"), ("SPACE_TO_DEPTH", "bool"),
+             ("SPACE_TO_DEPTH", "int16"), ("PACK", "bool"), ("UNPACK", "int64"), ("SPLIT", "bool"),
+             ("SPLIT_V", "bool")}
+
 for _kind in KINDS:
     for _name_, (_plan, _params) in MOVES.items():
+        if (_name_, _kind) in NO_ORACLE:
+            continue
         register(_name_, kind=_kind, check=moves_checker(_plan, _params), params=_params, max_rank=None)(copies)
     register("TILE", kind=_kind, check=table_checker(plan_tile, (1,)), params=(1,), max_rank=None)(tile)
     register("GATHER", kind=_kind, dtypes=(_kind, "int32", "int64", "int16"), check=check_gather,

@@ -32,6 +32,8 @@ KINDS = ("int8", "uint8")
 #: one-input ops whose 8-bit output is a function of the input value alone (a table lookup)
 LUT_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "ABS", "NEG",
            "EXP", "LOG", "ELU", "GELU", "LEAKY_RELU")
+#: LUT ops TFLite computes for int8 only (its uint8 variants do not exist, so no uint8 table either)
+INT8_ONLY = ("ABS", "NEG", "EXP", "LOG", "ELU")
 
 
 def _unsupported(message: str) -> Exception:
@@ -251,5 +253,7 @@ for _kind in KINDS:
     register("SUB", kind=_kind, check=check_sub, max_rank=6)(binary)
     register("MUL", kind=_kind, check=check_mul, max_rank=6)(binary)
     for _name in (*LUT_OPS, "QUANTIZE"):
+        if _kind == "uint8" and _name in INT8_ONLY:
+            continue
         register(_name, kind=_kind, dtypes=KINDS, check=_lut_check(_name), max_rank=None)(lut)
     register("DEQUANTIZE", kind=_kind, dtypes=(_kind, "float32"), check=check_dequantize, max_rank=None)(dequantize)

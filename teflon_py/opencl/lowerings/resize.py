@@ -16,7 +16,6 @@ import numpy as np
 from teflon_py.fallback.resize import float_axis, integer_axis, nearest_axis
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.movement_plan import (
-    KINDS,
     data_reason,
     dense_strides,
     dtype_name,
@@ -33,6 +32,8 @@ from teflon_py.ops.resize import ResizeAttrs, resize_reason, size_reason
 FILES = ("resize.cl",)
 #: dtype -> bilinear kernel suffix (f32/u8 blend in float, i8/i16 in LiteRT's integer units)
 BILINEAR = {"float32": "f32", "uint8": "u8", "int8": "i8", "int16": "i16"}
+#: the types LiteRT's RESIZE_NEAREST_NEIGHBOR computes (float32, uint8, int8, int16)
+NEAREST = tuple(BILINEAR)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,6 @@ def resize_nearest_neighbor(ctx: OpEmit, attrs: ResizeAttrs) -> None:
 for _kind in BILINEAR:
     register("RESIZE_BILINEAR", kind=_kind, check=check_resize("RESIZE_BILINEAR"), params=(1,),
              max_rank=None)(resize_bilinear)
-for _kind in KINDS:
+for _kind in NEAREST:
     register("RESIZE_NEAREST_NEIGHBOR", kind=_kind, check=check_resize("RESIZE_NEAREST_NEIGHBOR"), params=(1,),
              max_rank=None)(resize_nearest_neighbor)
