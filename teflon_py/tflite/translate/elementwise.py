@@ -5,15 +5,12 @@ from typing import Any
 
 from teflon_py import ir
 from teflon_py.ops import elementwise as E
-from teflon_py.ops.common import Act, FusedActivation, NoAttrs
+from teflon_py.ops.common import NoAttrs
 from teflon_py.tflite import options as O
+from teflon_py.tflite.translate.common import activation_code, activation_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 #: TFLite's ActivationFunctionType <-> the op layer's kinds
-_ACT = {ir.Activation.NONE: Act.NONE, ir.Activation.RELU: Act.RELU, ir.Activation.RELU6: Act.RELU6,
-        ir.Activation.RELU_N1_TO_1: Act.RELU_N1_TO_1, ir.Activation.TANH: Act.TANH,
-        ir.Activation.SIGN_BIT: Act.SIGN_BIT}
-_CODE = {v: k for k, v in _ACT.items()}
 
 _BINARY_OPTIONS = {"ADD": O.AddOptions, "SUB": O.SubOptions, "MUL": O.MulOptions, "DIV": O.DivOptions}
 #: empty options tables, written back as the model usually carries them
@@ -25,21 +22,6 @@ _EMPTY_OPTIONS = {
     "LESS": "LessOptions", "LESS_EQUAL": "LessEqualOptions", "GREATER": "GreaterOptions",
     "GREATER_EQUAL": "GreaterEqualOptions", "LOGICAL_AND": "LogicalAndOptions", "LOGICAL_OR": "LogicalOrOptions",
 }
-
-
-def activation_of(src: Source, code: Any) -> FusedActivation:
-    """TFLite's fused_activation_function as a FusedActivation (ModelError for an unknown code)."""
-    try:
-        return FusedActivation.of(_ACT[ir.Activation(int(code))])
-    except (ValueError, KeyError):
-        raise src.fail(f"unknown fused activation {code!r}") from None
-
-
-def activation_code(activation: FusedActivation) -> ir.Activation:
-    """A FusedActivation as TFLite's code (a range TFLite has no code for cannot be written)."""
-    if activation.kind not in _CODE:
-        raise ValueError(f"fused activation {activation} has no TFLite code")
-    return _CODE[activation.kind]
 
 
 def empty_options(name: str) -> Any:

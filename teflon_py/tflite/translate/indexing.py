@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from teflon_py import ir
-from teflon_py.ops.common import NoAttrs
 from teflon_py.ops.indexing import GatherAttrs, OneHotAttrs, StridedSliceAttrs
 from teflon_py.tflite import options as O
+from teflon_py.tflite.translate.common import register_empty
 from teflon_py.tflite.translate.movement import rank_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 from teflon_py.tflite.translate.shape import axis_in
@@ -16,15 +16,7 @@ EMPTY = {"SLICE": O.SliceOptions, "GATHER_ND": O.GatherNdOptions, "SCATTER_ND": 
          "DENSIFY": O.DensifyOptions}
 
 
-@parses(*EMPTY)
-def parse_empty(src: Source) -> NoAttrs:
-    return NoAttrs()
-
-
-@writes(*EMPTY)
-def write_empty(attrs: NoAttrs, op: ir.Operation, graph: ir.Graph) -> Any:
-    cls = EMPTY[op.name]
-    return cls() if cls is not None else None
+register_empty(EMPTY)
 
 
 @parses("STRIDED_SLICE")

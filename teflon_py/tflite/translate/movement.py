@@ -4,8 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from teflon_py import ir
-from teflon_py.errors import ModelError
-from teflon_py.ops.common import Act, FusedActivation, NoAttrs
 from teflon_py.ops.movement import (
     BlockAttrs,
     ConcatenationAttrs,
@@ -16,6 +14,7 @@ from teflon_py.ops.movement import (
     UnpackAttrs,
 )
 from teflon_py.tflite import options as O
+from teflon_py.tflite.translate.common import activation_code, activation_of, register_empty
 from teflon_py.tflite.translate.registry import Source, parses, writes
 from teflon_py.tflite.translate.shape import axis_in, constant_ints
 
@@ -29,36 +28,14 @@ def rank_of(t: ir.Tensor | None, extra: int = 0) -> int:
     return len(t.shape) + extra if t is not None else 0
 
 
-def activation(src: Source, code: Any) -> FusedActivation:
-    """A TFLite ActivationFunctionType as a FusedActivation (ModelError for an unknown code)."""
-    try:
-        return FusedActivation.of(Act[ir.Activation(int(code)).name])
-    except ValueError:
-        raise src.fail(f"unknown fused activation {code}") from None
-
-
-def activation_code(act: FusedActivation) -> ir.Activation:
-    """The TFLite code of a fused activation (ModelError where TFLite has none: arbitrary clamps)."""
-    if act.kind.name not in ir.Activation.__members__:
-        raise ModelError(f"fused activation {act} has no TFLite encoding")
-    return ir.Activation[act.kind.name]
-
-
-@parses(*EMPTY)
-def parse_empty(src: Source) -> NoAttrs:
-    return NoAttrs()
-
-
-@writes(*EMPTY)
-def write_empty(attrs: NoAttrs, op: ir.Operation, graph: ir.Graph) -> Any:
-    return EMPTY[op.name]()
+register_empty(EMPTY)
 
 
 @parses("CONCATENATION")
 def parse_concatenation(src: Source) -> ConcatenationAttrs:
     opts = src.option(O.ConcatenationOptions)
     return ConcatenationAttrs(axis_in(int(opts.axis), rank_of(src.input(0))),
-                              activation(src, opts.fused_activation_function))
+                              activation_of(src, opts.fused_activation_function))
 
 
 @writes("CONCATENATION")

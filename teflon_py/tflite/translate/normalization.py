@@ -10,7 +10,7 @@ from teflon_py.tflite.options import (
     LogSoftmaxOptions,
     SoftmaxOptions,
 )
-from teflon_py.tflite.translate.pool import activation_code, activation_of
+from teflon_py.tflite.translate.common import activation_code, activation_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 

@@ -10,6 +10,7 @@ from teflon_py.ops.common import NoAttrs
 from teflon_py.ops.shape import ExpandDimsAttrs, ReshapeAttrs, SqueezeAttrs, reshape_operand_is_shape
 from teflon_py.tflite import options as O
 from teflon_py.tflite.schema import fb
+from teflon_py.tflite.translate.common import register_empty
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 #: ops without attributes -> their (empty) options table
@@ -29,15 +30,7 @@ def axis_in(axis: int, rank: int) -> int:
     return axis % rank if rank > 0 and -rank <= axis < rank else axis
 
 
-@parses(*EMPTY)
-def parse_empty(src: Source) -> NoAttrs:
-    return NoAttrs()
-
-
-@writes(*EMPTY)
-def write_empty(attrs: NoAttrs, op: ir.Operation, graph: ir.Graph) -> Any:
-    cls = EMPTY[op.name]
-    return cls() if cls is not None else None
+register_empty(EMPTY)
 
 
 @parses("RESHAPE")
