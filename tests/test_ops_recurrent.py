@@ -8,6 +8,8 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops import control_flow as C
+from teflon_py.ops import recurrent as R
+from teflon_py.ops.common import Act, FusedActivation
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import write_model
 from teflon_py.tflite.reader import read_model
@@ -53,4 +55,59 @@ def test_call_once_roundtrip() -> None:
     assert a.attrs == C.CallOnceAttrs(0) == b.attrs
 
 
-_ = (pytest, ModelError)
+
+def _first(model: bytes) -> tuple[ir.Graph, ir.Operation]:
+    g = read_model(model).main
+    return g, g.operations[0]
+
+
+def test_lstm_parse_roundtrip_and_infer() -> None:
+    from tests.ops.test_recurrent import lstm_model
+
+    model = lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32", 2, 3, 5, 6, 4, projection=True, time_major=True,
+                       act=ir.Activation.RELU6, cell_clip=3.0, proj_clip=0.5, asymmetric=True)
+    a, b = _roundtrip(model)
+    assert a.attrs == R.RecurrentAttrs(FusedActivation.of(Act.RELU6), cell_clip=3.0, proj_clip=0.5, time_major=True,
+                                       asymmetric_quantize_inputs=True)
+    assert b.attrs == a.attrs
+    g, op = _first(model)
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (3, 2, 4) and meta.dtype == np.float32
+
+
+def test_lstm_negative_clip_is_a_model_error() -> None:
+    from tests.ops.test_recurrent import lstm_model
+
+    g, op = _first(lstm_model("LSTM", "float32", 1, 1, 4, 4, 4, cell_clip=-1.0))
+    with pytest.raises(ModelError, match="clip"):
+        ops.infer(g, op)
+
+
+def test_bidi_lstm_roundtrip() -> None:
+    from tests.ops.test_recurrent import bidi_model
+
+    a, b = _roundtrip(bidi_model("float32", 2, 3, 4, 5, 5, merge=True, time_major=False))
+    assert a.attrs.merge_outputs and not a.attrs.time_major and a.attrs.activation.kind == Act.TANH
+    assert b.attrs == a.attrs
+
+
+@pytest.mark.parametrize("op", ["RNN", "UNIDIRECTIONAL_SEQUENCE_RNN"])
+def test_rnn_roundtrip_and_infer(op: str) -> None:
+    from tests.ops.test_recurrent import rnn_model
+
+    model = rnn_model(op, "hybrid", 2, 3, 4, 5, ir.Activation.RELU, time_major=True, asymmetric=True)
+    a, b = _roundtrip(model)
+    assert a.attrs.activation == FusedActivation.of(Act.RELU) and a.attrs.asymmetric_quantize_inputs
+    assert a.attrs.time_major == (op != "RNN")
+    assert b.attrs == a.attrs
+    g, op_ = _first(model)
+    metas = ops.infer(g, op_)
+    assert metas[0].shape == g.tensors[op_.outputs[0]].shape
+
+
+def test_svdf_roundtrip() -> None:
+    from tests.ops.test_recurrent import svdf_model
+
+    a, b = _roundtrip(svdf_model("float32", 2, 5, 3, 2, 4, ir.Activation.RELU))
+    assert a.attrs.rank == 2 and a.attrs.activation.kind == Act.RELU
+    assert b.attrs == a.attrs
