@@ -8,6 +8,7 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops import control_flow as C
+from teflon_py.ops import custom as U
 from teflon_py.ops import recurrent as R
 from teflon_py.ops.common import Act, FusedActivation
 from teflon_py.tflite import options as O
@@ -111,3 +112,44 @@ def test_svdf_roundtrip() -> None:
     a, b = _roundtrip(svdf_model("float32", 2, 5, 3, 2, 4, ir.Activation.RELU))
     assert a.attrs.rank == 2 and a.attrs.activation.kind == Act.RELU
     assert b.attrs == a.attrs
+
+
+def _custom(code: str, opts: bytes | None, outs: int = 1) -> bytes:
+    return single_op("CUSTOM", [{"shape": (1, 4, 4, 2), "dtype": np.float32}],
+                     [{"shape": (1, 2, 2, 2), "dtype": np.float32}] * outs, custom_code=code, custom_options=opts)
+
+
+def test_detection_postprocess_attrs_and_roundtrip() -> None:
+    from flatbuffers import flexbuffers
+
+    opts = {"max_detections": 3, "max_classes_per_detection": 1, "num_classes": 2, "nms_iou_threshold": 0.5,
+            "nms_score_threshold": 0.25, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0,
+            "use_regular_nms": True}
+    a, b = _roundtrip(_custom("TFLite_Detection_PostProcess", bytes(flexbuffers.Dumps(opts))))
+    assert a.attrs == U.DetectionPostProcessAttrs(3, 1, 100, True, 0.25, 0.5, 2, 10.0, 10.0, 5.0, 5.0) == b.attrs
+
+
+def test_mediapipe_pool_params_attrs_and_infer() -> None:
+    import struct
+
+    model = _custom("MaxPoolingWithArgmax2D", struct.pack("<10i", 2, 2, 2, 2, 2, 0, 0, 0, 0, 0), outs=2)
+    a, b = _roundtrip(model)
+    assert a.attrs == U.PoolParamsAttrs(2, 2, 2, 2, 2, 0) == b.attrs
+    g = read_model(model).main
+    assert [m.shape for m in ops.infer(g, g.operations[0])] == [(1, 2, 2, 2)] * 2
+    assert U.pool_params_reason(U.PoolParamsAttrs(stride_w=0)) is not None
+
+
+def test_mediapipe_bad_custom_options_name_the_node() -> None:
+    with pytest.raises(ModelError, match="TfLitePoolParams"):
+        read_model(_custom("MaxUnpooling2D", b"\x01\x00"))
+    with pytest.raises(ModelError, match="FlexBuffer"):
+        read_model(_custom("TransformTensorBilinear", b"\x00"))
+
+
+def test_mediapipe_flex_attrs() -> None:
+    from flatbuffers import flexbuffers
+
+    a, b = _roundtrip(_custom("TransformLandmarks", bytes(flexbuffers.Dumps({"dimensions": 3, "scale": 0.5}))))
+    assert a.attrs == U.FlexMapAttrs({"dimensions": 3, "scale": 0.5}) == b.attrs
+    assert _roundtrip(_custom("TransformTensor", None))[0].attrs == U.FlexMapAttrs()

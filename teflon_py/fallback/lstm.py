@@ -24,7 +24,7 @@ input quantization is LiteRT's NEON kernel through NEON_2_SSE (``quant.symmetric
 and layer norm sums left to right. The float kernel differs from LiteRT only by its GEMM's
 summation order (~1e-7 relative).
 
-LiteRT quirks kept on purpose: with ``fused_activation_function`` NONE the output is
+LiteRT quirks kept on purpose: with activation NONE the output is
 ``output_gate * cell_gate`` (``CalculateLstmOutputFloat`` leaves its scratch, the cell gate, in
 place of ``activation(cell_state)``); the integer peephole walks ``n_output`` (not ``n_cell``)
 elements per batch row; the integer projection subtracts the hidden zero point before the matmul
