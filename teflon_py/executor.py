@@ -32,6 +32,7 @@ from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import BackendError, ModelError, UnsupportedError, strict_mode
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
+from teflon_py.ops import control_flow
 
 
 @dataclass
@@ -172,20 +173,15 @@ def _resource_ids(model: ir.Model) -> dict[tuple[str, str], int]:
     ids: dict[tuple[str, str], int] = {}
     for graph in model.graphs:
         for op in graph.operations:
-            if op.opcode == "VAR_HANDLE":
-                key = (getattr(op.attrs, "container", None) or "", getattr(op.attrs, "shared_name", None) or "")
+            key = control_flow.resource_key(op.attrs) if op.opcode == "VAR_HANDLE" else None
+            if key is not None:
                 ids.setdefault(key, len(ids))
     return ids
 
 
 def _subgraph_references(op: ir.Operation) -> list[int]:
-    """Subgraphs an op runs: its options' ``*_subgraph_index`` fields (WHILE, IF, CALL_ONCE, ...)."""
-    if op.attrs is None or not dataclasses.is_dataclass(op.attrs):
-        return []
-    return [
-        int(getattr(op.attrs, f.name)) for f in dataclasses.fields(op.attrs)
-        if f.name.endswith("_subgraph_index") and getattr(op.attrs, f.name) is not None
-    ]
+    """Subgraphs an op runs (WHILE, IF, CALL_ONCE): what its attributes name."""
+    return control_flow.subgraphs(op.attrs)
 
 
 class GraphExecutor:

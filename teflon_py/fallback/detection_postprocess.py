@@ -23,36 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py.fallback.custom_options import custom_options
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.custom import DetectionPostProcessAttrs
 
 QUANTIZED = (np.dtype(np.uint8), np.dtype(np.int8))
-DEFAULT_DETECTIONS_PER_CLASS = 100  # kNumDetectionsPerClass
-
-
-def _int(value: Any) -> int:
-    """FlexBuffer AsInt32: null reads 0, floats truncate toward zero."""
-    return 0 if value is None else int(value)
-
-
-def _float32(value: Any) -> np.float32:
-    """FlexBuffer AsFloat: null reads 0, doubles round to float32."""
-    return np.float32(0.0 if value is None else float(value))
 
 
 def _params(node: Node) -> dict[str, Any]:
     """The op's options with TFLite's defaults, checked as the kernel's Prepare/Eval check them."""
-    m = custom_options(node)
+    a: DetectionPostProcessAttrs = node.attrs
     p = {
-        "max_detections": _int(m.get("max_detections")),
-        "max_classes_per_detection": _int(m.get("max_classes_per_detection")),
-        "detections_per_class": (DEFAULT_DETECTIONS_PER_CLASS if m.get("detections_per_class") is None
-                                 else _int(m["detections_per_class"])),
-        "use_regular_nms": bool(m.get("use_regular_nms") or False),
-        "score_threshold": _float32(m.get("nms_score_threshold")),
-        "iou_threshold": _float32(m.get("nms_iou_threshold")),
-        "num_classes": _int(m.get("num_classes")),
-        "scales": np.array([_float32(m.get(k)) for k in ("y_scale", "x_scale", "h_scale", "w_scale")], np.float32),
+        "max_detections": a.max_detections,
+        "max_classes_per_detection": a.max_classes_per_detection,
+        "detections_per_class": a.detections_per_class,
+        "use_regular_nms": a.use_regular_nms,
+        "score_threshold": np.float32(a.nms_score_threshold),
+        "iou_threshold": np.float32(a.nms_iou_threshold),
+        "num_classes": a.num_classes,
+        "scales": np.array([a.y_scale, a.x_scale, a.h_scale, a.w_scale], np.float32),
     }
     if p["max_detections"] < 0 or p["max_classes_per_detection"] < 0 or p["detections_per_class"] < 0:
         raise node.error("max_detections, max_classes_per_detection and detections_per_class must be >= 0")

@@ -24,7 +24,7 @@ input quantization is LiteRT's NEON kernel through NEON_2_SSE (``quant.symmetric
 and layer norm sums left to right. The float kernel differs from LiteRT only by its GEMM's
 summation order (~1e-7 relative).
 
-LiteRT quirks kept on purpose: with ``fused_activation_function`` NONE the output is
+LiteRT quirks kept on purpose: with activation NONE the output is
 ``output_gate * cell_gate`` (``CalculateLstmOutputFloat`` leaves its scratch, the cell gate, in
 place of ``activation(cell_state)``); the integer peephole walks ``n_output`` (not ``n_cell``)
 elements per batch row; the integer projection subtracts the hidden zero point before the matmul
@@ -57,6 +57,7 @@ from teflon_py.fallback.recurrent_shared import (
     quantize_rows,
 )
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.common import Act, FusedActivation
 
 _F32 = np.float32
 _GATES = ("i", "f", "c", "o")
@@ -232,7 +233,7 @@ def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: s
 class _Options:
     """The op options one direction runs with, and which sigmoid elements Eigen computes one by one."""
 
-    activation: ir.Activation
+    activation: FusedActivation
     cell_clip: float
     proj_clip: float
     asymmetric: bool
@@ -241,8 +242,7 @@ class _Options:
 
 def _options(node: Node) -> _Options:
     o = op_options(node)
-    return _Options(ir.Activation(int(o.fused_activation_function)), float(_F32(o.cell_clip)),
-                    float(_F32(o.proj_clip)), bool(getattr(o, "asymmetric_quantize_inputs", False)))
+    return _Options(o.activation, float(_F32(o.cell_clip)), float(_F32(o.proj_clip)), bool(o.asymmetric_quantize_inputs))
 
 
 def _finish_gate(cell: _Cell, g: str, acc: np.ndarray, c: np.ndarray, opts: _Options) -> np.ndarray:
@@ -262,7 +262,7 @@ def _update_cell(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, opts: 
 
 def _hidden(gate: dict[str, np.ndarray], c: np.ndarray, opts: _Options) -> np.ndarray:
     """output_gate * activation(cell); with activation NONE LiteRT multiplies the cell gate instead."""
-    return gate["o"] * (gate["c"] if opts.activation == ir.Activation.NONE else apply_activation(c, opts.activation))
+    return gate["o"] * (gate["c"] if opts.activation.kind == Act.NONE else apply_activation(c, opts.activation))
 
 
 def _run_float(cell: _Cell, x: np.ndarray, aux: np.ndarray | None, h: np.ndarray, c: np.ndarray,
@@ -361,7 +361,7 @@ def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, k
     if cell.kind == "integer":
         out, h, c = _run_integer(cell, x, h0, c0, reverse, time_major)
     else:
-        if cell.diagonal and opts.activation == ir.Activation.NONE:
+        if cell.diagonal and opts.activation.kind == Act.NONE:
             raise node.error("diagonal recurrent weights with activation NONE are not supported")
         opts.scalar = _scalar_sigmoid(cell, batch, time_major)
         run = _run_float if cell.kind == "float" else _run_hybrid

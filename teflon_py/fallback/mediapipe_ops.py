@@ -20,16 +20,15 @@ Arithmetic follows the C++ in float32, with double where the C++ mixes in double
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.fallback.custom_options import custom_options
 from teflon_py.fallback.pooling import PoolGeometry, out_size, window_taps
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.custom import PoolParamsAttrs, pool_params_reason
 
 F32 = np.float32
 FLOAT_LOWEST = float(np.finfo(np.float32).min)
@@ -40,28 +39,12 @@ _PADDING = {1: ir.Padding.SAME, 2: ir.Padding.VALID}
 _ACTIVATION_RANGE = {1: (0.0, FLOAT_MAX), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 
 
-class PoolParams(NamedTuple):
-    """The leading fields of ``TfLitePoolParams``."""
-
-    padding: int
-    stride_w: int
-    stride_h: int
-    filter_w: int
-    filter_h: int
-    activation: int
-
-
-def pool_params(node: Node) -> PoolParams:
-    """Decode the raw ``TfLitePoolParams`` struct MediaPipe's pooling ops keep in custom options."""
-    def decode() -> PoolParams:
-        raw = node.op.custom_options or b""
-        if len(raw) < 24:
-            raise node.error(f"custom options must hold a TfLitePoolParams struct (>= 24 bytes), got {len(raw)}")
-        p = PoolParams(*struct.unpack_from("<6i", raw))
-        if min(p.stride_w, p.stride_h, p.filter_w, p.filter_h) <= 0:
-            raise node.error(f"filter {p.filter_h}x{p.filter_w} and strides {p.stride_h}x{p.stride_w} must be positive")
-        return p
-    return node.memo("pool_params", decode)
+def pool_params(node: Node) -> PoolParamsAttrs:
+    """The ``TfLitePoolParams`` MediaPipe's pooling ops keep in custom options, checked."""
+    reason = pool_params_reason(node.attrs)
+    if reason:
+        raise node.error(reason)
+    return node.attrs
 
 
 def _float_input(node: Node, x: np.ndarray, index: int, ndim: int) -> np.ndarray:
@@ -170,7 +153,7 @@ def transform_tensor_bilinear(node: Node, inputs: Sequence[np.ndarray | None]) -
     x = _float_input(node, inputs[0], 0, 4)
     xt, yt = _matrix_rows(node, inputs[1])
     v1 = node.op.name == "TransformTensor" or node.op.version < 2
-    if v1 and custom_options(node).get("mode", "bilinear") != "bilinear":
+    if v1 and node.attrs.options.get("mode", "bilinear") != "bilinear":
         raise node.error("TransformTensor supports only bilinear interpolation")
     shape = node.outputs[0].shape
     if len(shape) != 4 or shape[0] != 1 or shape[3] != x.shape[3]:
@@ -198,7 +181,7 @@ def transform_landmarks(node: Node, inputs: Sequence[np.ndarray | None]) -> np.n
     xt, yt = _matrix_rows(node, inputs[1])
     if node.op.version < 2:  # v1: (1, H, W, C), C a multiple of ``dimensions``
         _float_input(node, x, 0, 4)
-        opts = custom_options(node)
+        opts = node.attrs.options
         dims = int(opts.get("dimensions", 3))
         scale = F32(opts.get("scale", 1.0))
         if scale == 0:
@@ -249,7 +232,7 @@ def _landmarks_xyz(node: Node, x: np.ndarray, indices: Sequence[int]) -> np.ndar
 
 def _landmarks_to_matrix_v1(node: Node, x: np.ndarray) -> np.ndarray:
     """Face-mesh crop matrix: de-rotate by the left-right landmarks, box the subset, map to the input."""
-    o = custom_options(node)
+    o = node.attrs.options
     in_h, in_w = (int(v) for v in (o.get("input_hw") or (0, 0)))
     out_h, out_w = (int(v) for v in (o.get("output_hw") or (0, 0)))
     rng, mult = int(o.get("landmarks_range") or 0), F32(o.get("bbox_size_multiplier") or 0)
@@ -287,7 +270,7 @@ def _landmarks_to_matrix_v1(node: Node, x: np.ndarray) -> np.ndarray:
 
 def _landmarks_to_matrix_v2(node: Node, x: np.ndarray) -> np.ndarray:
     """Crop matrix: rotation from two landmarks, rotated bounding box of a subset, scale and shift."""
-    o = custom_options(node)
+    o = node.attrs.options
     left, right = int(o.get("left_rotation_idx") or 0), int(o.get("right_rotation_idx") or 0)
     out_h, out_w = int(o.get("output_height") or 0), int(o.get("output_width") or 0)
     scale_x, scale_y = F32(o.get("scale_x") or 0), F32(o.get("scale_y") or 0)

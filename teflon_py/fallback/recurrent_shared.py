@@ -3,29 +3,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
-from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, quant
+from teflon_py import quant
 from teflon_py.fallback.registry import Node
-from teflon_py.tflite import options as options_mod
+from teflon_py.ops.common import Act, FusedActivation
+from teflon_py.ops.recurrent import RecurrentAttrs
 
 _F32 = np.float32
 
 
 # -- options, state and time --------------------------------------------------------------------
 
-_OPTIONS_CLASS = {"LSTM": "LSTMOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
-                  "BIDIRECTIONAL_SEQUENCE_LSTM": "BidirectionalSequenceLSTMOptions", "RNN": "RNNOptions",
-                  "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions", "SVDF": "SVDFOptions"}
-
-
-def op_options(node: Node) -> Any:
-    """The recurrent op's options, or the schema defaults when the model stores none."""
-    if node.attrs is not None:
-        return node.attrs
-    return options_mod.OPTIONS[_OPTIONS_CLASS[node.op.name]]()
+def op_options(node: Node) -> RecurrentAttrs:
+    """The recurrent op's attributes (``ops.recurrent.RecurrentAttrs``)."""
+    return node.attrs
 
 
 def assign_state(node: Node, k: int, value: np.ndarray) -> None:
@@ -42,20 +35,22 @@ def _time_steps(n: int, reverse: bool) -> range:
 
 # -- shared maths -------------------------------------------------------------------------------
 
-def apply_activation(x: np.ndarray, act: ir.Activation | int) -> np.ndarray:
+def apply_activation(x: np.ndarray, act: FusedActivation) -> np.ndarray:
     """tensor_utils::ApplyActivationToVector on float32 values (TANH: Eigen's, see ``eigen_tanh``)."""
-    act = ir.Activation(int(act))
-    if act == ir.Activation.NONE:
+    kind = act.kind
+    if kind == Act.NONE:
         return x
-    if act == ir.Activation.RELU:
+    if kind == Act.RELU:
         return np.maximum(x, _F32(0))
-    if act == ir.Activation.RELU_N1_TO_1:
+    if kind == Act.RELU_N1_TO_1:
         return np.clip(x, _F32(-1), _F32(1))
-    if act == ir.Activation.RELU6:
+    if kind == Act.RELU6:
         return np.clip(x, _F32(0), _F32(6))
-    if act == ir.Activation.TANH:
+    if kind == Act.TANH:
         return eigen_tanh(x)
-    return np.signbit(x).astype(_F32)  # SIGN_BIT
+    if kind == Act.SIGN_BIT:
+        return np.signbit(x).astype(_F32)
+    return np.clip(x, _F32(act.lo), _F32(act.hi))  # CLAMP
 
 
 def _horner(x: np.ndarray, coefficients: Sequence[float]) -> np.ndarray:

@@ -23,6 +23,7 @@ from teflon_py.fallback.recurrent_shared import (
     quantize_rows,
 )
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.common import Act
 
 _F32 = np.float32
 
@@ -63,7 +64,7 @@ def _rnn_steps(node: Node, inputs: Sequence[np.ndarray | None], x: np.ndarray) -
     units = w.shape[0]
     if h is None or h.size != x.shape[1] * units:
         raise node.error(f"hidden state must hold batch x units = {x.shape[1]} x {units} values")
-    act = op_options(node).fused_activation_function
+    act = op_options(node).activation
     h = np.asarray(h, _F32).reshape(x.shape[1], units)
     bias = np.asarray(bias, _F32)
     out = np.empty((x.shape[0], x.shape[1], units), _F32)
@@ -132,7 +133,7 @@ def svdf(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     batch, filters, memory, units = _svdf_shapes(node, inputs)
     x, wf, wt, bias = inputs[0], inputs[1], inputs[2], inputs[3]
     rank = filters // units
-    act = op_options(node).fused_activation_function
+    act = op_options(node).activation
     if np.dtype(x.dtype) == np.int8:
         return _svdf_integer(node, inputs, batch, filters, memory, units)
     kind = _weights_kind(node, node.inputs[0], node.inputs[1])
@@ -162,7 +163,7 @@ def _svdf_integer(node: Node, inputs: Sequence[np.ndarray | None], batch: int, f
     x_t, wf_t, wt_t, state_t, out_t = node.inputs[0], node.inputs[1], node.inputs[2], node.inputs[4], node.outputs[0]
     if np.dtype(wf_t.dtype) != np.int8 or np.dtype(wt_t.dtype) != np.int16 or np.dtype(state_t.dtype) != np.int16:
         raise node.error("int8 SVDF needs int8 weights_feature, int16 weights_time and an int16 state")
-    if ir.Activation(int(op_options(node).fused_activation_function)) != ir.Activation.RELU:
+    if op_options(node).activation.kind != Act.RELU:
         raise node.error("int8 SVDF supports only the RELU activation (as LiteRT)")
     scale_1, scale_2 = node.memo("svdf_scales", lambda: (
         quant.quantize_multiplier(np.float64(x_t.scale) * np.float64(wf_t.scale) / np.float64(state_t.scale)),

@@ -29,8 +29,7 @@ def var_handle(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     out = node.outputs[0]
     if out.dtype != np.int32:
         raise node.error(f"the handle output must be a resource (int32), not {out.dtype}")
-    options = node.attrs
-    rid = node.context.state.resource_id(getattr(options, "container", None), getattr(options, "shared_name", None))
+    rid = node.context.state.resource_id(node.attrs.container, node.attrs.shared_name)
     return np.full(out.shape if int(np.prod(out.shape)) == 1 else (), rid, np.int32)
 
 
