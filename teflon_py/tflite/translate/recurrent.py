@@ -6,7 +6,7 @@ from typing import Any
 from teflon_py import ir
 from teflon_py.ops.recurrent import LSTMS, RNNS, RecurrentAttrs
 from teflon_py.tflite import options as O
-from teflon_py.tflite.translate.pool import activation_code, activation_of
+from teflon_py.tflite.translate.common import activation_code, activation_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 _TABLES = {"LSTM": O.LSTMOptions, "UNIDIRECTIONAL_SEQUENCE_LSTM": O.UnidirectionalSequenceLSTMOptions,
