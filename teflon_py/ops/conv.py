@@ -1,2 +1,138 @@
-"""The conv family: attributes, rules and shape inference."""
+"""The conv family: CONV_2D and DEPTHWISE_CONV_2D attributes, rules and shape inference.
+
+The shared rules (``conv_types_reason``, ``conv_window_reason``, ``conv_shape_reason``,
+``depthwise_shape_reason``) are what the NumPy fallback and the OpenCL lowerings both call.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.ops.common import NO_ACTIVATION, Act, FusedActivation, Padding, Window1D, window
+from teflon_py.ops.registry import Inputs, Meta, define
+
+#: Fused activations LiteRT's convolutions apply (a clamp).
+CLAMPS = (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1)
+
+
+@dataclass(frozen=True)
+class ConvAttrs:
+    """CONV_2D: padding, strides (h, w), dilations (h, w), fused activation, TFLite's bias type."""
+
+    padding: Padding = field(default_factory=Padding.tf_same)
+    strides: tuple[int, int] = (1, 1)
+    dilations: tuple[int, int] = (1, 1)
+    activation: FusedActivation = NO_ACTIVATION
+    quantized_bias_type: int = 0
+
+
+@dataclass(frozen=True)
+class DepthwiseConvAttrs:
+    """DEPTHWISE_CONV_2D: as CONV_2D, plus the declared depth multiplier (0: not declared)."""
+
+    padding: Padding = field(default_factory=Padding.tf_same)
+    strides: tuple[int, int] = (1, 1)
+    dilations: tuple[int, int] = (1, 1)
+    depth_multiplier: int = 0
+    activation: FusedActivation = NO_ACTIVATION
+
+
+def windows(attrs: ConvAttrs | DepthwiseConvAttrs, height: int, width: int, kh: int,
+            kw: int) -> tuple[Window1D, Window1D]:
+    """The conv's windows along height and width (no checks)."""
+    return (window(height, kh, attrs.strides[0], attrs.dilations[0], attrs.padding, 0),
+            window(width, kw, attrs.strides[1], attrs.dilations[1], attrs.padding, 1))
+
+
+def conv_window_reason(attrs: ConvAttrs | DepthwiseConvAttrs, height: int, width: int, kh: int,
+                       kw: int) -> str | None:
+    """Why the windows break LiteRT's rules (non-positive strides / dilations, no output), or None."""
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
+    if min(sh, sw, dh, dw) < 1:
+        return f"strides ({sh}, {sw}) and dilations ({dh}, {dw}) must be positive"
+    wh, ww = windows(attrs, height, width, kh, kw)
+    if wh.out < 1 or ww.out < 1:
+        return f"a {kh}x{kw} window does not fit the {height}x{width} input"
+    return None
+
+
+def activation_reason(activation: FusedActivation) -> str | None:
+    """Why the convolutions cannot apply this fused activation, or None."""
+    if activation.kind in CLAMPS:
+        return None
+    return f"fused activation {activation.kind.name} is not supported"
+
+
+def conv_types_reason(x: ir.Tensor, w: ir.Tensor, b: ir.Tensor | None, out: ir.Tensor) -> str | None:
+    """Input, weight, bias and output types of a conv / FC as LiteRT accepts them, or why not."""
+    dtype = np.dtype(x.dtype)
+    if dtype == np.float32:
+        if w.dtype != np.float32:
+            return f"hybrid float32 input with {w.dtype} weights is not supported"
+        want_bias = np.dtype(np.float32)
+    elif dtype in (np.int8, np.uint8):
+        if w.dtype != dtype:
+            return f"{dtype} input with {w.dtype} weights is not supported"
+        for t in (x, w, out):
+            if t.quantization is None:
+                return f"{t.describe()} of type {t.dtype} has no quantization parameters"
+        if x.quantization.per_channel or out.quantization.per_channel:
+            return "per-channel quantized activations are not supported"
+        if dtype == np.uint8 and w.quantization.per_channel:
+            return "uint8 weights must be quantized per tensor"
+        want_bias = np.dtype(np.int32)
+    else:
+        return f"{dtype} inputs are not supported (float32, int8, uint8 are)"
+    if out.dtype != dtype:
+        return f"output type {out.dtype} differs from input type {dtype}"
+    if b is not None and b.dtype != want_bias:
+        return f"bias of type {b.dtype}; {dtype} inputs take {want_bias} bias"
+    return None
+
+
+def conv_groups_reason(x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> str | None:
+    """Why CONV_2D's input and [O, KH, KW, C/G] filter do not form groups, or None."""
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        return f"needs 4-D input and weights, got {tuple(x_shape)} and {tuple(w_shape)}"
+    c, (o, _, _, cg) = x_shape[3], w_shape
+    if cg == 0 or c % cg or o % (c // cg):
+        return f"{c} input channels and {o} filters of depth {cg} do not form groups"
+    return None
+
+
+def depthwise_reason(attrs: DepthwiseConvAttrs, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> str | None:
+    """Why DEPTHWISE_CONV_2D's input and [1, KH, KW, C*M] filter do not fit together, or None."""
+    if len(x_shape) != 4 or len(w_shape) != 4 or w_shape[0] != 1:
+        return f"needs 4-D input and [1, KH, KW, C*M] weights, got {tuple(x_shape)} and {tuple(w_shape)}"
+    c, oc = x_shape[3], w_shape[3]
+    if c == 0 or oc % c:
+        return f"{oc} output channels are not a multiple of the {c} input channels"
+    if attrs.depth_multiplier not in (0, oc // c):
+        return f"depth_multiplier {attrs.depth_multiplier} does not match {c} -> {oc} channels"
+    return None
+
+
+def _infer(name: str):
+    def infer(attrs: ConvAttrs | DepthwiseConvAttrs, ins: Inputs) -> list[Meta]:
+        x, w, y = ins[0], ins[1], ins.outputs[0]
+        if x is None or w is None:
+            raise ins.error("input and filter are required")
+        if name == "CONV_2D":
+            reason = conv_groups_reason(tuple(x.shape), tuple(w.shape))
+            oc = w.shape[0] if len(w.shape) == 4 else 0
+        else:
+            reason = depthwise_reason(attrs, tuple(x.shape), tuple(w.shape))
+            oc = w.shape[3] if len(w.shape) == 4 else 0
+        reason = reason or conv_window_reason(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])
+        if reason:
+            raise ins.error(reason)
+        wh, ww = windows(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])
+        return [Meta((x.shape[0], wh.out, ww.out, oc), np.dtype(y.dtype))]
+
+    return infer
+
+
+for _name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+    define(_name, attrs=ConvAttrs if _name == "CONV_2D" else DepthwiseConvAttrs)(_infer(_name))

@@ -1,2 +1,40 @@
 """TFLite options <-> op-layer attributes: the conv family (see ``teflon_py.ops.conv``)."""
 from __future__ import annotations
+
+from teflon_py import ir
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions
+from teflon_py.tflite.translate.pool import activation_code, activation_of, padding_code, padding_of
+from teflon_py.tflite.translate.registry import Source, parses, writes
+
+
+@parses("CONV_2D")
+def parse_conv_2d(src: Source) -> ConvAttrs:
+    o = src.option(Conv2DOptions)
+    return ConvAttrs(padding_of(src, o.padding), (int(o.stride_h), int(o.stride_w)),
+                     (int(o.dilation_h_factor), int(o.dilation_w_factor)),
+                     activation_of(src, o.fused_activation_function), int(o.quantized_bias_type))
+
+
+@writes("CONV_2D")
+def write_conv_2d(attrs: ConvAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    return Conv2DOptions(padding=padding_code(attrs.padding), stride_w=attrs.strides[1], stride_h=attrs.strides[0],
+                         fused_activation_function=activation_code(attrs.activation),
+                         dilation_w_factor=attrs.dilations[1], dilation_h_factor=attrs.dilations[0],
+                         quantized_bias_type=attrs.quantized_bias_type)
+
+
+@parses("DEPTHWISE_CONV_2D")
+def parse_depthwise_conv_2d(src: Source) -> DepthwiseConvAttrs:
+    o = src.option(DepthwiseConv2DOptions)
+    return DepthwiseConvAttrs(padding_of(src, o.padding), (int(o.stride_h), int(o.stride_w)),
+                              (int(o.dilation_h_factor), int(o.dilation_w_factor)), int(o.depth_multiplier),
+                              activation_of(src, o.fused_activation_function))
+
+
+@writes("DEPTHWISE_CONV_2D")
+def write_depthwise_conv_2d(attrs: DepthwiseConvAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    return DepthwiseConv2DOptions(padding=padding_code(attrs.padding), stride_w=attrs.strides[1],
+                                  stride_h=attrs.strides[0], depth_multiplier=attrs.depth_multiplier,
+                                  fused_activation_function=activation_code(attrs.activation),
+                                  dilation_w_factor=attrs.dilations[1], dilation_h_factor=attrs.dilations[0])

@@ -1,0 +1,87 @@
+"""The conv family of the op layer: TFLite translators round-trip, and inference gives the output
+shapes and rejects broken models."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teflon_py import ir, ops
+from teflon_py.errors import ModelError
+from teflon_py.ops.common import Act, FusedActivation, Padding
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.tflite import options as O
+from teflon_py.tflite.reader import read_model
+from tests.harness import single_op
+
+F32 = np.float32
+
+
+def _op(model_bytes: bytes) -> tuple[ir.Graph, ir.Operation]:
+    g = read_model(model_bytes).main
+    return g, g.operations[0]
+
+
+def _roundtrip(model_bytes: bytes) -> tuple[ir.Operation, ir.Operation]:
+    from teflon_py.tflite.builder import write_model
+
+    m = read_model(model_bytes)
+    again = read_model(write_model(m))
+    return m.main.operations[0], again.main.operations[0]
+
+
+def _conv(x: tuple, w: tuple, out: tuple, padding=ir.Padding.SAME, s=(1, 1), d=(1, 1),
+          act=ir.Activation.NONE) -> bytes:
+    opts = O.Conv2DOptions(padding=padding, stride_h=s[0], stride_w=s[1], dilation_h_factor=d[0],
+                           dilation_w_factor=d[1], fused_activation_function=act)
+    ins = [{"shape": x, "dtype": F32}, {"data": np.zeros(w, F32)}, {"data": np.zeros(w[0], F32)}]
+    return single_op("CONV_2D", ins, [{"shape": out, "dtype": F32}], opts)
+
+
+def _depthwise(x: tuple, w: tuple, out: tuple, padding=ir.Padding.SAME, s=(1, 1), d=(1, 1), dm=1,
+               act=ir.Activation.NONE) -> bytes:
+    opts = O.DepthwiseConv2DOptions(padding=padding, stride_h=s[0], stride_w=s[1], dilation_h_factor=d[0],
+                                    dilation_w_factor=d[1], depth_multiplier=dm, fused_activation_function=act)
+    ins = [{"shape": x, "dtype": F32}, {"data": np.zeros(w, F32)}]
+    return single_op("DEPTHWISE_CONV_2D", ins, [{"shape": out, "dtype": F32}], opts)
+
+
+def test_conv_parse_and_roundtrip() -> None:
+    a, b = _roundtrip(_conv((1, 8, 8, 3), (4, 3, 3, 3), (1, 4, 3, 4), s=(2, 3), d=(1, 2), act=ir.Activation.RELU6))
+    assert a.attrs == ConvAttrs(Padding.tf_same(), (2, 3), (1, 2), FusedActivation.of(Act.RELU6))
+    assert b.attrs == a.attrs
+    a, b = _roundtrip(_depthwise((1, 8, 8, 3), (1, 3, 3, 6), (1, 6, 6, 6), ir.Padding.VALID, dm=2,
+                                 act=ir.Activation.RELU))
+    assert a.attrs == DepthwiseConvAttrs(Padding.valid(), (1, 1), (1, 1), 2, FusedActivation.of(Act.RELU))
+    assert b.attrs == a.attrs
+
+
+@pytest.mark.parametrize("padding,x,w,s,d,out", [
+    (ir.Padding.SAME, (2, 7, 9, 3), (5, 3, 3, 3), (2, 2), (1, 1), (2, 4, 5, 5)),
+    (ir.Padding.VALID, (1, 7, 9, 3), (5, 3, 2, 3), (2, 3), (1, 1), (1, 3, 3, 5)),
+    (ir.Padding.VALID, (1, 9, 9, 4), (6, 3, 3, 2), (1, 1), (2, 2), (1, 5, 5, 6)),  # grouped, dilated
+])
+def test_conv_infer(padding, x, w, s, d, out) -> None:
+    g, op = _op(_conv(x, w, out, padding, s, d))
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == out and meta.dtype == np.float32
+
+
+def test_depthwise_infer() -> None:
+    g, op = _op(_depthwise((1, 6, 6, 2), (1, 3, 3, 6), (1, 3, 3, 6), s=(2, 2), dm=3))
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (1, 3, 3, 6)
+
+
+def test_conv_infer_rejects() -> None:
+    g, op = _op(_conv((1, 4, 4, 3), (2, 5, 5, 3), (1, 1, 1, 2), ir.Padding.VALID))
+    with pytest.raises(ModelError, match="does not fit"):
+        ops.infer(g, op)
+    g, op = _op(_conv((1, 4, 4, 3), (2, 1, 1, 3), (1, 4, 4, 2), s=(0, 1)))
+    with pytest.raises(ModelError, match="must be positive"):
+        ops.infer(g, op)
+    g, op = _op(_conv((1, 4, 4, 3), (2, 1, 1, 2), (1, 4, 4, 2)))
+    with pytest.raises(ModelError, match="do not form groups"):
+        ops.infer(g, op)
+    g, op = _op(_depthwise((1, 4, 4, 2), (1, 1, 1, 6), (1, 4, 4, 6), dm=2))
+    with pytest.raises(ModelError, match="depth_multiplier 2"):
+        ops.infer(g, op)
