@@ -9,6 +9,7 @@ from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import Act, FusedActivation, Padding
 from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.reader import read_model
 from tests.harness import single_op
@@ -84,4 +85,56 @@ def test_conv_infer_rejects() -> None:
         ops.infer(g, op)
     g, op = _op(_depthwise((1, 4, 4, 2), (1, 1, 1, 6), (1, 4, 4, 6), dm=2))
     with pytest.raises(ModelError, match="depth_multiplier 2"):
+        ops.infer(g, op)
+
+
+def _fc(x: tuple, w: tuple, out: tuple, keep: bool = False, act=ir.Activation.NONE) -> bytes:
+    opts = O.FullyConnectedOptions(fused_activation_function=act, keep_num_dims=keep)
+    ins = [{"shape": x, "dtype": F32}, {"data": np.zeros(w, F32)}]
+    return single_op("FULLY_CONNECTED", ins, [{"shape": out, "dtype": F32}], opts)
+
+
+def _bmm(a: tuple, b: tuple, out: tuple, adj_x: bool = False, adj_y: bool = False) -> bytes:
+    ins = [{"shape": a, "dtype": F32}, {"shape": b, "dtype": F32}]
+    return single_op("BATCH_MATMUL", ins, [{"shape": out, "dtype": F32}], O.BatchMatMulOptions(adj_x=adj_x, adj_y=adj_y))
+
+
+def test_matmul_parse_and_roundtrip() -> None:
+    a, b = _roundtrip(_fc((2, 3, 4), (5, 4), (2, 3, 5), keep=True, act=ir.Activation.RELU))
+    assert a.attrs == FullyConnectedAttrs(FusedActivation.of(Act.RELU), keep_num_dims=True)
+    assert b.attrs == a.attrs
+    a, b = _roundtrip(_bmm((2, 4, 3), (3, 5), (2, 3, 5), adj_x=True))
+    assert a.attrs == BatchMatMulAttrs(adj_x=True) and b.attrs == a.attrs
+
+
+@pytest.mark.parametrize("x,w,keep,out", [
+    ((2, 3, 4), (5, 4), False, (6, 5)),
+    ((2, 3, 4), (5, 4), True, (2, 3, 5)),
+    ((1, 12), (7, 6), False, (2, 7)),
+])
+def test_fc_infer(x, w, keep, out) -> None:
+    g, op = _op(_fc(x, w, out, keep))
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == out
+
+
+@pytest.mark.parametrize("a,b,adj_x,adj_y,out", [
+    ((2, 3, 4), (4, 5), False, False, (2, 3, 5)),
+    ((1, 4, 3), (2, 5, 4), True, True, (2, 3, 5)),
+])
+def test_batch_matmul_infer(a, b, adj_x, adj_y, out) -> None:
+    g, op = _op(_bmm(a, b, out, adj_x, adj_y))
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == out
+
+
+def test_matmul_infer_rejects() -> None:
+    g, op = _op(_fc((2, 5), (3, 4), (2, 3)))
+    with pytest.raises(ModelError, match="rows of depth 4"):
+        ops.infer(g, op)
+    g, op = _op(_bmm((2, 3, 4), (3, 5), (2, 3, 5)))
+    with pytest.raises(ModelError, match="inner dimensions"):
+        ops.infer(g, op)
+    g, op = _op(_bmm((2, 3, 4), (3, 4, 5), (3, 3, 5)))
+    with pytest.raises(ModelError, match="do not broadcast"):
         ops.infer(g, op)

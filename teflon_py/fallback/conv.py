@@ -25,16 +25,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from teflon_py import ir, quant
 from teflon_py.fallback.registry import Node, register
 from teflon_py.ops import conv as ops_conv
-from teflon_py.ops.common import FusedActivation
 
 #: Largest integer every float32 partial sum must stay below for exact accumulation.
 _FLOAT32_EXACT = 1 << 24
-_SUPPORTED_ACTIVATIONS = (
-    ir.Activation.NONE,
-    ir.Activation.RELU,
-    ir.Activation.RELU6,
-    ir.Activation.RELU_N1_TO_1,
-)
 
 
 # -- window geometry (ops.common.window) ------------------------------------------------------------
@@ -162,20 +155,13 @@ def check_types(node: Node) -> np.dtype:
 def activation_bounds(node: Node) -> tuple[float, float] | tuple[int, int]:
     """The fused activation's clamp range in the output's domain (floats, or quantized integers)."""
     out = node.outputs[0]
-    activation = getattr(node.attrs, "activation", None)
-    if isinstance(activation, FusedActivation):
-        reason = ops_conv.activation_reason(activation)
-        if reason:
-            raise node.error(reason)
-        if out.dtype == np.float32:
-            return activation.range(out.dtype)
-        return activation.range(out.dtype, out.scale, out.zero_point)
-    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))  # FULLY_CONNECTED
-    if act not in _SUPPORTED_ACTIVATIONS:
-        raise node.error(f"fused activation {act.name} is not supported")
+    activation = node.attrs.activation
+    reason = ops_conv.activation_reason(activation)
+    if reason:
+        raise node.error(reason)
     if out.dtype == np.float32:
-        return quant.activation_range(act, out.dtype)
-    return quant.activation_range(act, out.dtype, out.scale, out.zero_point)
+        return activation.range(out.dtype)
+    return activation.range(out.dtype, out.scale, out.zero_point)
 
 
 def weight_offset(node: Node, w: ir.Tensor, ignore_zero_point: bool) -> np.ndarray | int:

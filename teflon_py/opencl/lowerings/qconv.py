@@ -9,44 +9,22 @@ a device with ``cl_khr_fp64``.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.errors import TeflonError
 from teflon_py.fallback import conv as fallback_conv
 from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import Node
 from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels.qspecs import ConvGeometry
 from teflon_py.opencl.lowerings.conv import check_conv_2d, check_depthwise_conv_2d
-from teflon_py.opencl.registry import EmitContext, OpEmit, OpTensors, activation_reason, options, register
-from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs, conv_types_reason
-from teflon_py.tflite.options import FullyConnectedOptions
+from teflon_py.opencl.lowerings.matmul import check_fully_connected
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.common import Padding
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.ops.matmul import FullyConnectedAttrs
 
 KINDS = {"int8": ("int8", "int32"), "uint8": ("uint8", "int32")}
-
-
-@functools.cache
-def fp64_reason(spec: str | None = None) -> str | None:
-    """Why the OpenCL device (``TEFLON_CL_DEVICE`` or the default) cannot requantize in double."""
-    try:
-        from teflon_py.opencl.runtime import device
-
-        dev = device.select_device(spec)
-    except (ImportError, TeflonError):
-        return None  # no device at all: compiling will say so
-    if "cl_khr_fp64" in dev.extensions.split() and dev.double_fp_config:
-        return None
-    return (f"the OpenCL device {dev.name.strip()} has no cl_khr_fp64 "
-            "(LiteRT requantizes FULLY_CONNECTED in double)")
-
-
-def _types_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """The fallback's type and quantization rules (LiteRT's), as a reason."""
-    t = OpTensors.of(graph, op)
-    return conv_types_reason(t.inputs[0], t.inputs[1], t.input(2), t.outputs[0])
 
 
 def _weights(graph: ir.Graph, op: ir.Operation, ignore_zero_point: bool) -> np.ndarray:
@@ -59,13 +37,6 @@ def _weights(graph: ir.Graph, op: ir.Operation, ignore_zero_point: bool) -> np.n
 def _bias(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
     if len(op.inputs) > 2 and op.inputs[2] != ir.NO_TENSOR:
         return np.asarray(graph.tensors[op.inputs[2]].data, np.int64).reshape(-1)
-    return None
-
-
-def _bias_reason(graph: ir.Graph, op: ir.Operation, channels: int) -> str | None:
-    bias = _bias(graph, op)
-    if bias is not None and bias.size != channels:
-        return f"bias has {bias.size} values for {channels} channels"
     return None
 
 
@@ -152,45 +123,20 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
-def check_fully_connected(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _types_reason(graph, op)
-    if reason:
-        return reason
-    opts = options(op, FullyConnectedOptions)
-    reason = activation_reason(opts.fused_activation_function)
-    if reason:
-        return reason
-    if opts.weights_format != 0:
-        return "shuffled weights not supported"
-    x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-    if len(w.shape) != 2 or w.shape[1] == 0:
-        return f"weights must be 2-D [units, depth], got {list(w.shape)}"
-    units, depth = w.shape
-    size = int(np.prod(x.shape, dtype=np.int64))
-    if size % depth:
-        return f"input of {size} values does not split into rows of depth {depth}"
-    if int(np.prod(y.shape, dtype=np.int64)) != size // depth * units or y.shape[-1] != units:
-        return f"output shape {list(y.shape)} does not hold {size // depth} rows of {units} units"
-    if w.quantization.per_channel and w.quantization.quantized_dimension != 0:
-        return "per-channel weights must be quantized along dimension 0 (units)"
-    return _bias_reason(graph, op, units) or fp64_reason()
-
-
-def fully_connected(ctx: EmitContext, op: ir.Operation) -> None:
+@register("FULLY_CONNECTED", kind="int8", dtypes=KINDS["int8"], check=check_fully_connected, constants=(1, 2),
+          max_rank=None)
+@register("FULLY_CONNECTED", kind="uint8", dtypes=KINDS["uint8"], check=check_fully_connected, constants=(1, 2),
+          max_rank=None)
+def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     """A 1x1 ``qconv.cl`` over the input's rows, requantized in double (LiteRT's reference)."""
+    op = ctx.op
     graph = ctx.graph
     xt, wt = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     w = _weights(graph, op, ignore_zero_point=wt.quantization.per_channel)
     units, depth = w.shape
     rows = int(np.prod(ctx.shape(op.inputs[0]), dtype=np.int64)) // depth
-    act = options(op, FullyConnectedOptions).fused_activation_function
     geo = ConvGeometry(1, 1, rows, xs=depth, xoff=0, ys=units, yoff=0, kh=1, kw=1, stride=(1, 1),
-                       dilation=(1, 1), padding=ir.Padding.VALID)
+                       dilation=(1, 1), padding=Padding.valid())
     spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w.reshape(units, 1, 1, depth), _bias(graph, op),
-                               qkernels.conv_requant(graph, op, act))
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
-
-
-for _kind, _dtypes in KINDS.items():
-    qkernels.lowering_if_free("FULLY_CONNECTED", kind=_kind, dtypes=_dtypes, check=check_fully_connected,
-                              constants=(1, 2), max_rank=None)(fully_connected)
+                               qkernels.conv_requant(graph, op, attrs.activation))
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
