@@ -11,6 +11,8 @@ import pytest
 import teflon_py
 from teflon_py import ir, partitioner
 from teflon_py.opencl.lowerings import transpose_conv as tc
+from teflon_py.ops.common import Act, FusedActivation, Padding
+from teflon_py.ops.conv import TransposeConvAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -84,7 +86,7 @@ def test_transpose_conv_geometries(device, case: tuple) -> None:
 def _spec(model: bytes):
     graph = read_model(model).main
     op = graph.operations[0]
-    g = tc.transpose_conv_geometry(graph, op)
+    g = tc.transpose_conv_geometry(graph, op, op.attrs)
     return tc.spec_for(g, graph.tensors[op.inputs[1]].data, None, ir.Activation.NONE)
 
 
@@ -138,9 +140,9 @@ def test_unclaimed_transpose_convs_say_why() -> None:
     op = graph.operations[0]
     d = teflon_py.load_delegate("opencl")
     assert d.check(graph, op)
-    tanh = dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, fused_activation_function=ir.Activation.TANH))
+    tanh = dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, activation=FusedActivation.of(Act.TANH)))
     assert "TANH" in d.check(graph, tanh).reason
-    no_strides = dataclasses.replace(op, attrs=O.TransposeConvOptions(padding=SAME))
+    no_strides = dataclasses.replace(op, attrs=TransposeConvAttrs(Padding.tf_same(), (0, 0)))
     assert "strides" in d.check(graph, no_strides).reason
     w = np.ones((5, 4, 4, 3), F32)
     mediapipe = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (8, 8))).main

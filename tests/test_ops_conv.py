@@ -8,7 +8,7 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import Act, FusedActivation, Padding
-from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
 from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.reader import read_model
@@ -137,4 +137,26 @@ def test_matmul_infer_rejects() -> None:
         ops.infer(g, op)
     g, op = _op(_bmm((2, 3, 4), (3, 4, 5), (3, 3, 5)))
     with pytest.raises(ModelError, match="do not broadcast"):
+        ops.infer(g, op)
+
+
+def _transpose(shape: tuple, w: tuple, x: tuple, padding=ir.Padding.SAME, s=(2, 2), act=ir.Activation.NONE) -> bytes:
+    opts = O.TransposeConvOptions(padding=padding, stride_h=s[0], stride_w=s[1], fused_activation_function=act)
+    ins = [{"data": np.array(shape, np.int32)}, {"data": np.zeros(w, F32)}, {"shape": x, "dtype": F32}]
+    return single_op("TRANSPOSE_CONV", ins, [{"shape": shape, "dtype": F32}], opts)
+
+
+def test_transpose_conv_roundtrip_and_infer() -> None:
+    model = _transpose((1, 8, 8, 5), (5, 3, 3, 3), (1, 4, 4, 3), act=ir.Activation.RELU)
+    a, b = _roundtrip(model)
+    assert a.attrs == TransposeConvAttrs(Padding.tf_same(), (2, 2), FusedActivation.of(Act.RELU))
+    assert b.attrs == a.attrs
+    g, op = _op(model)
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (1, 8, 8, 5)
+    g, op = _op(_transpose((1, 8, 8, 5), (5, 3, 3, 2), (1, 4, 4, 3)))
+    with pytest.raises(ModelError, match="does not fit"):
+        ops.infer(g, op)
+    g, op = _op(_transpose((1, 8, 8, 5), (5, 3, 3, 3), (1, 4, 4, 3), s=(0, 2)))
+    with pytest.raises(ModelError, match="must be positive"):
         ops.infer(g, op)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from teflon_py import ir, quant
-from teflon_py.fallback.conv import output_size, padding_before
+from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import conv as ops_conv
+from teflon_py.ops.common import FusedActivation
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
 _QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
@@ -48,15 +49,16 @@ def scatter_taps(
     return full[:, top : top + oh, left : left + ow]
 
 
-def _activation_bounds(node: Node, act: ir.Activation) -> tuple[float, float] | tuple[int, int]:
+def _activation_bounds(node: Node, act: FusedActivation) -> tuple[float, float] | tuple[int, int]:
     """Clamp range of the fused activation: +-FLT_MAX for float NONE (TFLite clamps infinities)."""
     out = node.outputs[0]
-    if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
-        raise node.error(f"fused activation {act.name} is not supported")
+    reason = ops_conv.activation_reason(act)
+    if reason:
+        raise node.error(reason)
     if out.dtype == np.float32:
-        lo, hi = quant.activation_range(act, out.dtype)
+        lo, hi = act.range(out.dtype)
         return max(lo, -FLOAT_MAX), min(hi, FLOAT_MAX)
-    return quant.activation_range(act, out.dtype, out.scale, out.zero_point)
+    return act.range(out.dtype, out.scale, out.zero_point)
 
 
 def _check_types(node: Node) -> np.dtype:
@@ -113,19 +115,14 @@ def transpose_conv(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarra
     if n != x.shape[0] or oc != w.shape[0] or x.shape[3] != w.shape[3]:
         raise node.error(f"output shape {tuple(shape)} does not fit input {x.shape} and weights {w.shape}")
     dtype = _check_types(node)
-    opts = node.attrs
-    if opts is None:
-        raise node.error("has no options (padding, strides)")
-    sh, sw = opts.stride_h, opts.stride_w
-    if min(sh, sw) < 1:
-        raise node.error(f"strides ({sh}, {sw}) must be positive")
-    padding = ir.Padding(int(opts.padding))
+    attrs = node.attrs
+    reason = ops_conv.transpose_conv_reason(attrs, (n, oh, ow, oc), w.shape, x.shape)
+    if reason:
+        raise node.error(reason)
+    sh, sw = attrs.strides
     _, kh, kw, _ = w.shape
-    pad = (
-        padding_before(oh, kh, sh, 1, output_size(padding, oh, kh, sh, 1)),
-        padding_before(ow, kw, sw, 1, output_size(padding, ow, kw, sw, 1)),
-    )
-    lo, hi = _activation_bounds(node, ir.Activation(int(opts.fused_activation_function or 0)))
+    pad = ops_conv.transpose_pads(attrs, (oh, ow), kh, kw)
+    lo, hi = _activation_bounds(node, attrs.activation)
     if dtype == np.float32:
         acc = scatter_taps(x, w, (sh, sw), pad, (oh, ow))
         if bias is not None:

@@ -136,3 +136,48 @@ def _infer(name: str):
 
 for _name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
     define(_name, attrs=ConvAttrs if _name == "CONV_2D" else DepthwiseConvAttrs)(_infer(_name))
+
+
+# -- TRANSPOSE_CONV ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransposeConvAttrs:
+    """TRANSPOSE_CONV: padding of the forward conv (output -> input), strides, fused activation."""
+
+    padding: Padding = field(default_factory=Padding.tf_same)
+    strides: tuple[int, int] = (1, 1)
+    activation: FusedActivation = NO_ACTIVATION
+    quantized_bias_type: int = 0
+
+
+def transpose_pads(attrs: TransposeConvAttrs, out_hw: tuple[int, int], kh: int, kw: int) -> tuple[int, int]:
+    """Top / left crop of the scattered output: the forward conv's padding over the output."""
+    wh = window(out_hw[0], kh, attrs.strides[0], 1, attrs.padding, 0)
+    ww = window(out_hw[1], kw, attrs.strides[1], 1, attrs.padding, 1)
+    return wh.before, ww.before
+
+
+def transpose_conv_reason(attrs: TransposeConvAttrs, shape: tuple[int, ...] | None, w: tuple[int, ...],
+                          x: tuple[int, ...]) -> str | None:
+    """Why the output shape (None: not constant), [O, KH, KW, C] weights and NHWC input of a
+    TRANSPOSE_CONV do not fit together, or None."""
+    if min(attrs.strides) < 1:
+        return f"strides {tuple(attrs.strides)} must be positive"
+    if len(x) != 4 or len(w) != 4 or (shape is not None and len(shape) != 4):
+        return f"needs 4-D input, weights and output shape, got {tuple(x)}, {tuple(w)}, {shape}"
+    if shape is not None and (shape[0] != x[0] or shape[3] != w[0]) or x[3] != w[3]:
+        return f"output shape {shape} does not fit input {tuple(x)} and weights {tuple(w)}"
+    return None
+
+
+@define("TRANSPOSE_CONV", attrs=TransposeConvAttrs)
+def infer_transpose_conv(attrs: TransposeConvAttrs, ins: Inputs) -> list[Meta]:
+    s, w, x, y = ins[0], ins[1], ins[2], ins.outputs[0]
+    if s is None or w is None or x is None:
+        raise ins.error("output shape, weights and input are required")
+    shape = None if s.data is None else tuple(int(v) for v in np.asarray(s.data).reshape(-1))
+    reason = transpose_conv_reason(attrs, shape, tuple(w.shape), tuple(x.shape))
+    if reason:
+        raise ins.error(reason)
+    return [Meta(shape, np.dtype(y.dtype))]

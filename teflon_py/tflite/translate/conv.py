@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from teflon_py import ir
-from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
-from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
+from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions, TransposeConvOptions
 from teflon_py.tflite.translate.pool import activation_code, activation_of, padding_code, padding_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
@@ -38,3 +38,17 @@ def write_depthwise_conv_2d(attrs: DepthwiseConvAttrs, op: ir.Operation, graph: 
                                   stride_h=attrs.strides[0], depth_multiplier=attrs.depth_multiplier,
                                   fused_activation_function=activation_code(attrs.activation),
                                   dilation_w_factor=attrs.dilations[1], dilation_h_factor=attrs.dilations[0])
+
+
+@parses("TRANSPOSE_CONV")
+def parse_transpose_conv(src: Source) -> TransposeConvAttrs:
+    o = src.option(TransposeConvOptions)
+    return TransposeConvAttrs(padding_of(src, o.padding), (int(o.stride_h), int(o.stride_w)),
+                              activation_of(src, o.fused_activation_function), int(o.quantized_bias_type))
+
+
+@writes("TRANSPOSE_CONV")
+def write_transpose_conv(attrs: TransposeConvAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    return TransposeConvOptions(padding=padding_code(attrs.padding), stride_w=attrs.strides[1],
+                                stride_h=attrs.strides[0], fused_activation_function=activation_code(attrs.activation),
+                                quantized_bias_type=attrs.quantized_bias_type)
