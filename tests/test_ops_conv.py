@@ -8,7 +8,7 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import Act, FusedActivation, Padding
-from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
+from teflon_py.ops.conv import Conv3DAttrs, ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
 from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.reader import read_model
@@ -159,4 +159,24 @@ def test_transpose_conv_roundtrip_and_infer() -> None:
         ops.infer(g, op)
     g, op = _op(_transpose((1, 8, 8, 5), (5, 3, 3, 3), (1, 4, 4, 3), s=(0, 2)))
     with pytest.raises(ModelError, match="must be positive"):
+        ops.infer(g, op)
+
+
+def _conv3d(x: tuple, w: tuple, out: tuple, padding=ir.Padding.VALID, s=(1, 1, 1), d=(1, 1, 1)) -> bytes:
+    opts = O.Conv3DOptions(padding=padding, stride_d=s[0], stride_h=s[1], stride_w=s[2], dilation_d_factor=d[0],
+                           dilation_h_factor=d[1], dilation_w_factor=d[2], fused_activation_function=ir.Activation.RELU)
+    ins = [{"shape": x, "dtype": F32}, {"data": np.zeros(w, F32)}]
+    return single_op("CONV_3D", ins, [{"shape": out, "dtype": F32}], opts)
+
+
+def test_conv3d_roundtrip_and_infer() -> None:
+    model = _conv3d((1, 5, 6, 7, 2), (3, 3, 2, 2, 4), (1, 2, 4, 3, 4), s=(2, 1, 2))
+    a, b = _roundtrip(model)
+    assert a.attrs == Conv3DAttrs(Padding.valid(), (2, 1, 2), (1, 1, 1), FusedActivation.of(Act.RELU))
+    assert b.attrs == a.attrs
+    g, op = _op(model)
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (1, 2, 4, 3, 4)
+    g, op = _op(_conv3d((1, 5, 6, 7, 3), (3, 3, 2, 2, 4), (1, 3, 5, 6, 4)))
+    with pytest.raises(ModelError, match="channels"):
         ops.infer(g, op)

@@ -33,20 +33,6 @@ _FLOAT32_EXACT = 1 << 24
 # -- window geometry (ops.common.window) ------------------------------------------------------------
 
 
-def output_size(padding: ir.Padding, size: int, kernel: int, stride: int, dilation: int) -> int:
-    """TFLite's ComputeOutSize (CONV_3D and TRANSPOSE_CONV, still on TFLite's options)."""
-    effective = (kernel - 1) * dilation + 1
-    if padding == ir.Padding.SAME:
-        return (size + stride - 1) // stride
-    return (size + stride - effective) // stride
-
-
-def padding_before(size: int, kernel: int, stride: int, dilation: int, out: int) -> int:
-    """TFLite's ComputePaddingWithOffset: half the total padding, the odd extra row goes after."""
-    effective = (kernel - 1) * dilation + 1
-    return max(0, (out - 1) * stride + effective - size) // 2
-
-
 @dataclass(frozen=True)
 class Window:
     """A 2-D sliding window over NHWC: kernel, strides, dilations, output size, top/left padding."""

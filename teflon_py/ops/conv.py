@@ -181,3 +181,47 @@ def infer_transpose_conv(attrs: TransposeConvAttrs, ins: Inputs) -> list[Meta]:
     if reason:
         raise ins.error(reason)
     return [Meta(shape, np.dtype(y.dtype))]
+
+
+# -- CONV_3D -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conv3DAttrs:
+    """CONV_3D: padding, strides (d, h, w), dilations (d, h, w), fused activation."""
+
+    padding: Padding = field(default_factory=Padding.tf_same)
+    strides: tuple[int, int, int] = (1, 1, 1)
+    dilations: tuple[int, int, int] = (1, 1, 1)
+    activation: FusedActivation = NO_ACTIVATION
+
+
+def conv3d_windows(attrs: Conv3DAttrs, spatial: tuple[int, ...], kernel: tuple[int, ...]) -> list[Window1D]:
+    """The windows along D, H, W (no checks)."""
+    return [window(size, k, s, d, attrs.padding, axis)
+            for axis, (size, k, s, d) in enumerate(zip(spatial, kernel, attrs.strides, attrs.dilations))]
+
+
+def conv3d_reason(attrs: Conv3DAttrs, x: tuple[int, ...], w: tuple[int, ...]) -> str | None:
+    """Why CONV_3D's NDHWC input and [KD, KH, KW, C, O] filter break LiteRT's rules, or None."""
+    if len(x) != 5 or len(w) != 5:
+        return f"needs 5-D input and filter, got {tuple(x)} and {tuple(w)}"
+    if x[4] != w[3]:
+        return f"input has {x[4]} channels, the filter expects {w[3]}"
+    if min(attrs.strides + attrs.dilations) < 1:
+        return f"strides {tuple(attrs.strides)} and dilations {tuple(attrs.dilations)} must be positive"
+    if any(win.out < 1 for win in conv3d_windows(attrs, tuple(x[1:4]), tuple(w[:3]))):
+        return f"a {tuple(w[:3])} filter does not fit the {tuple(x[1:4])} input"
+    return None
+
+
+@define("CONV_3D", attrs=Conv3DAttrs)
+def infer_conv_3d(attrs: Conv3DAttrs, ins: Inputs) -> list[Meta]:
+    x, w, y = ins[0], ins[1], ins.outputs[0]
+    if x is None or w is None:
+        raise ins.error("input and filter are required")
+    reason = conv3d_reason(attrs, tuple(x.shape), tuple(w.shape))
+    if reason:
+        raise ins.error(reason)
+    outs = conv3d_windows(attrs, tuple(x.shape[1:4]), tuple(w.shape[:3]))
+    return [Meta((x.shape[0], *(win.out for win in outs), w.shape[4]), np.dtype(y.dtype))]

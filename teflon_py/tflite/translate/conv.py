@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 from teflon_py import ir
-from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
-from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions, TransposeConvOptions
+from teflon_py.ops.conv import Conv3DAttrs, ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
+from teflon_py.tflite.options import (
+    Conv2DOptions,
+    Conv3DOptions,
+    DepthwiseConv2DOptions,
+    TransposeConvOptions,
+)
 from teflon_py.tflite.translate.pool import activation_code, activation_of, padding_code, padding_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
@@ -52,3 +57,19 @@ def write_transpose_conv(attrs: TransposeConvAttrs, op: ir.Operation, graph: ir.
     return TransposeConvOptions(padding=padding_code(attrs.padding), stride_w=attrs.strides[1],
                                 stride_h=attrs.strides[0], fused_activation_function=activation_code(attrs.activation),
                                 quantized_bias_type=attrs.quantized_bias_type)
+
+
+@parses("CONV_3D")
+def parse_conv_3d(src: Source) -> Conv3DAttrs:
+    o = src.option(Conv3DOptions)
+    return Conv3DAttrs(padding_of(src, o.padding), (int(o.stride_d), int(o.stride_h), int(o.stride_w)),
+                       (int(o.dilation_d_factor), int(o.dilation_h_factor), int(o.dilation_w_factor)),
+                       activation_of(src, o.fused_activation_function))
+
+
+@writes("CONV_3D")
+def write_conv_3d(attrs: Conv3DAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    (sd, sh, sw), (dd, dh, dw) = attrs.strides, attrs.dilations
+    return Conv3DOptions(padding=padding_code(attrs.padding), stride_d=sd, stride_w=sw, stride_h=sh,
+                         fused_activation_function=activation_code(attrs.activation),
+                         dilation_d_factor=dd, dilation_w_factor=dw, dilation_h_factor=dh)
