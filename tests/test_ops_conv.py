@@ -8,7 +8,13 @@ import pytest
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError
 from teflon_py.ops.common import Act, FusedActivation, Padding
-from teflon_py.ops.conv import Conv3DAttrs, ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
+from teflon_py.ops.conv import (
+    Conv3DAttrs,
+    ConvAttrs,
+    DepthwiseConvAttrs,
+    TransposeConvAttrs,
+    TransposeConvBiasAttrs,
+)
 from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.reader import read_model
@@ -179,4 +185,20 @@ def test_conv3d_roundtrip_and_infer() -> None:
     assert meta.shape == (1, 2, 4, 3, 4)
     g, op = _op(_conv3d((1, 5, 6, 7, 3), (3, 3, 2, 2, 4), (1, 3, 5, 6, 4)))
     with pytest.raises(ModelError, match="channels"):
+        ops.infer(g, op)
+
+
+def test_transpose_conv_bias_parse_and_infer() -> None:
+    from tests.ops.test_transpose_conv import _mediapipe_model
+
+    model = _mediapipe_model((1, 4, 4, 3), np.zeros((5, 4, 4, 3), F32), np.zeros(5, F32), 1, (2, 2), (8, 8))
+    a, b = _roundtrip(model)
+    assert a.attrs == TransposeConvBiasAttrs(Padding.tf_same(), (2, 2)) and b.attrs == a.attrs
+    assert b.custom_options == a.custom_options
+    g, op = _op(model)
+    (meta,) = ops.infer(g, op)
+    assert meta.shape == (1, 8, 8, 5)
+    bad = _mediapipe_model((1, 4, 4, 3), np.zeros((5, 4, 4, 2), F32), np.zeros(5, F32), 1, (2, 2), (8, 8))
+    g, op = _op(bad)
+    with pytest.raises(ModelError, match="do not fit"):
         ops.infer(g, op)

@@ -13,7 +13,6 @@ and int16, float32 product for uint8), the output zero point, and the fused acti
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,8 +24,6 @@ from teflon_py.ops.common import FusedActivation
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
 _QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
-#: TfLitePadding in the MediaPipe op's raw custom options (not the schema's Padding enum).
-_TFLITE_PADDING_SAME = 1
 
 
 def scatter_taps(
@@ -138,38 +135,19 @@ def transpose_conv(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarra
     return _requantize(node, acc, lo, hi)
 
 
-def _mediapipe_options(node: Node) -> tuple[bool, int, int]:
-    """(SAME padding, stride_h, stride_w) from the raw TfLiteTransposeConvParams custom options."""
-    raw = node.op.custom_options or b""
-    if len(raw) < 12:
-        raise node.error(f"custom options hold {len(raw)} bytes; TransposeConvParams needs 12")
-    padding, stride_w, stride_h = struct.unpack_from("<iii", raw)
-    if min(stride_w, stride_h) < 1:
-        raise node.error(f"strides ({stride_h}, {stride_w}) must be positive")
-    return padding == _TFLITE_PADDING_SAME, stride_h, stride_w
-
-
 @register("Convolution2DTransposeBias")
 def convolution_2d_transpose_bias(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """MediaPipe's float transpose conv with bias: the output size follows from the input.
 
-    mediapipe/util/tflite/operations/transpose_conv_bias.cc: with SAME padding the total padding
-    is ``max(0, K - (in - 1) % stride - 1)`` (VALID: 0), the output is
-    ``stride * (in - 1) + K - total`` and the top/left padding ``total // 2``.
+    mediapipe/util/tflite/operations/transpose_conv_bias.cc (``ops.conv.transpose_bias_geometry``).
     """
     x, w, bias = inputs[0], inputs[1], inputs[2]
-    if x.ndim != 4 or w.ndim != 4 or bias is None or bias.ndim != 1:
-        raise node.error("needs a 4-D input, 4-D OHWI weights and a 1-D bias")
+    reason = ops_conv.transpose_bias_reason(node.attrs, x.shape, w.shape, None if bias is None else bias.shape)
+    if reason:
+        raise node.error(reason)
     if x.dtype != np.float32 or w.dtype != np.float32 or bias.dtype != np.float32:
         raise node.error("only float32 is supported (as MediaPipe's kernel)")
-    if w.shape[3] != x.shape[3] or w.shape[0] != bias.shape[0]:
-        raise node.error(f"weights {w.shape} do not fit input {x.shape} and bias {bias.shape}")
-    same, sh, sw = _mediapipe_options(node)
-    _, h, wd, _ = x.shape
-    _, kh, kw, _ = w.shape
-    total_h = max(0, kh - (h - 1) % sh - 1) if same else 0
-    total_w = max(0, kw - (wd - 1) % sw - 1) if same else 0
-    out_hw = (sh * (h - 1) + kh - total_h, sw * (wd - 1) + kw - total_w)
-    acc = scatter_taps(x, w, (sh, sw), (total_h // 2, total_w // 2), out_hw)
+    out_hw, pads = ops_conv.transpose_bias_geometry(node.attrs, x.shape[1:3], w.shape[1:3])
+    acc = scatter_taps(x, w, node.attrs.strides, pads, out_hw)
     acc += bias
     return acc.astype(np.float32, copy=False)

@@ -225,3 +225,51 @@ def infer_conv_3d(attrs: Conv3DAttrs, ins: Inputs) -> list[Meta]:
         raise ins.error(reason)
     outs = conv3d_windows(attrs, tuple(x.shape[1:4]), tuple(w.shape[:3]))
     return [Meta((x.shape[0], *(win.out for win in outs), w.shape[4]), np.dtype(y.dtype))]
+
+
+# -- MediaPipe's Convolution2DTransposeBias ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransposeConvBiasAttrs:
+    """MediaPipe's Convolution2DTransposeBias (TfLiteTransposeConvParams): SAME or VALID, strides."""
+
+    padding: Padding = field(default_factory=Padding.valid)
+    strides: tuple[int, int] = (1, 1)
+
+
+def transpose_bias_geometry(attrs: TransposeConvBiasAttrs, in_hw: tuple[int, int],
+                            k_hw: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """transpose_conv_bias.cc: ((out_h, out_w), (pad_top, pad_left)). With SAME padding the total
+    padding is ``max(0, K - (in - 1) % stride - 1)`` (VALID: 0), the output
+    ``stride * (in - 1) + K - total`` and the top/left padding ``total // 2``."""
+    out, pads = [], []
+    for size, k, s in zip(in_hw, k_hw, attrs.strides):
+        total = max(0, k - (size - 1) % s - 1) if attrs.padding.same else 0
+        out.append(s * (size - 1) + k - total)
+        pads.append(total // 2)
+    return (out[0], out[1]), (pads[0], pads[1])
+
+
+def transpose_bias_reason(attrs: TransposeConvBiasAttrs, x: tuple[int, ...], w: tuple[int, ...],
+                          b: tuple[int, ...] | None) -> str | None:
+    """Why the input, OHWI weights and bias of a Convolution2DTransposeBias do not fit, or None."""
+    if min(attrs.strides) < 1:
+        return f"strides {tuple(attrs.strides)} must be positive"
+    if len(x) != 4 or len(w) != 4 or b is None or len(b) != 1:
+        return "needs a 4-D input, 4-D OHWI weights and a 1-D bias"
+    if w[3] != x[3] or w[0] != b[0]:
+        return f"weights {tuple(w)} do not fit input {tuple(x)} and bias {tuple(b)}"
+    return None
+
+
+@define("Convolution2DTransposeBias", attrs=TransposeConvBiasAttrs)
+def infer_transpose_conv_bias(attrs: TransposeConvBiasAttrs, ins: Inputs) -> list[Meta]:
+    x, w, b, y = ins[0], ins[1], ins[2], ins.outputs[0]
+    if x is None or w is None:
+        raise ins.error("input and weights are required")
+    reason = transpose_bias_reason(attrs, tuple(x.shape), tuple(w.shape), None if b is None else tuple(b.shape))
+    if reason:
+        raise ins.error(reason)
+    out_hw, _ = transpose_bias_geometry(attrs, (x.shape[1], x.shape[2]), (w.shape[1], w.shape[2]))
+    return [Meta((x.shape[0], *out_hw, w.shape[0]), np.dtype(y.dtype))]

@@ -13,15 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.errors import UnsupportedError
-from teflon_py.fallback import transpose_conv as fallback
-from teflon_py.fallback.registry import Node
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
-from teflon_py.opencl.registry import EmitContext, OpEmit, OpTensors, lowering, register
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
-from teflon_py.ops.conv import TransposeConvAttrs
+from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
 from teflon_py.ops.elementwise import activation_reason as elementwise_activation_reason
 
 MEDIAPIPE = "Convolution2DTransposeBias"
@@ -136,36 +133,32 @@ def transpose_conv(ctx: OpEmit, attrs: TransposeConvAttrs) -> None:
 
 # -- MediaPipe's Convolution2DTransposeBias -----------------------------------------------------------
 
-def mediapipe_geometry(graph: ir.Graph, op: ir.Operation) -> Geometry:
-    """transpose_conv_bias.cc's geometry, from the fallback's parse of the custom options."""
-    same, sh, sw = fallback._mediapipe_options(Node.of(graph, op))
+def mediapipe_geometry(graph: ir.Graph, op: ir.Operation, attrs: TransposeConvBiasAttrs) -> Geometry:
+    """transpose_conv_bias.cc's geometry (``ops.conv.transpose_bias_geometry``)."""
     x = tuple(graph.tensors[op.inputs[0]].shape)
     _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
-    total_h = max(0, kh - (x[1] - 1) % sh - 1) if same else 0
-    total_w = max(0, kw - (x[2] - 1) % sw - 1) if same else 0
-    out_hw = (sh * (x[1] - 1) + kh - total_h, sw * (x[2] - 1) + kw - total_w)
-    return Geometry(x, out_hw, (sh, sw), (total_h // 2, total_w // 2))
+    out_hw, pads = ops_conv.transpose_bias_geometry(attrs, (x[1], x[2]), (kh, kw))
+    return Geometry(x, out_hw, tuple(attrs.strides), pads)
 
 
-def check_mediapipe(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """Input, OHWI weights and bias that fit, options that parse, the output shape they give."""
-    if len(op.inputs) != 3 or ir.NO_TENSOR in op.inputs:
+def check_mediapipe(attrs: TransposeConvBiasAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """Input, OHWI weights and bias that fit, the output shape the attributes give."""
+    if len(tensors.inputs) != 3 or any(t is None for t in tensors.inputs):
         return "needs input, weights and bias"
-    x, w = graph.tensors[op.inputs[0]].shape, graph.tensors[op.inputs[1]].shape
-    b, y = graph.tensors[op.inputs[2]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) != 4 or len(w) != 4 or len(b) != 1 or w[3] != x[3] or w[0] != b[0]:
-        return f"weights {list(w)} and bias {list(b)} do not fit input {list(x)}"
-    try:
-        g = mediapipe_geometry(graph, op)
-    except UnsupportedError as e:
-        return str(e).split(": ", 1)[-1]
-    if tuple(y) != (x[0], *g.out_hw, w[0]):
-        return f"output shape {list(y)} differs from the {[x[0], *g.out_hw, w[0]]} the options give"
+    x, w, b = (t.shape for t in tensors.inputs)
+    y = tensors.outputs[0].shape
+    reason = ops_conv.transpose_bias_reason(attrs, tuple(x), tuple(w), tuple(b))
+    if reason:
+        return reason
+    out_hw, _ = ops_conv.transpose_bias_geometry(attrs, (x[1], x[2]), (w[1], w[2]))
+    if tuple(y) != (x[0], *out_hw, w[0]):
+        return f"output shape {list(y)} differs from the {[x[0], *out_hw, w[0]]} the options give"
     return None
 
 
-@lowering(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
-def convolution_2d_transpose_bias(ctx: EmitContext, op: ir.Operation) -> None:
-    spec = spec_for(mediapipe_geometry(ctx.graph, op), ctx.constant(op.inputs[1]), ctx.constant(op.inputs[2]),
-                    ctx.clamp(op))
-    ctx.launch(spec, input=op.inputs[0], output=ctx.output(op))
+@register(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
+def convolution_2d_transpose_bias(ctx: OpEmit, attrs: TransposeConvBiasAttrs) -> None:
+    op = ctx.op
+    spec = spec_for(mediapipe_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
+                    ctx.constant(op.inputs[2]), ctx.clamp())
+    ctx.launch(spec, input=op.inputs[0], output=ctx.output())

@@ -1,8 +1,17 @@
 """TFLite options <-> op-layer attributes: the conv family (see ``teflon_py.ops.conv``)."""
 from __future__ import annotations
 
+import struct
+
 from teflon_py import ir
-from teflon_py.ops.conv import Conv3DAttrs, ConvAttrs, DepthwiseConvAttrs, TransposeConvAttrs
+from teflon_py.ops.common import Padding
+from teflon_py.ops.conv import (
+    Conv3DAttrs,
+    ConvAttrs,
+    DepthwiseConvAttrs,
+    TransposeConvAttrs,
+    TransposeConvBiasAttrs,
+)
 from teflon_py.tflite.options import (
     Conv2DOptions,
     Conv3DOptions,
@@ -73,3 +82,23 @@ def write_conv_3d(attrs: Conv3DAttrs, op: ir.Operation, graph: ir.Graph) -> obje
     return Conv3DOptions(padding=padding_code(attrs.padding), stride_d=sd, stride_w=sw, stride_h=sh,
                          fused_activation_function=activation_code(attrs.activation),
                          dilation_d_factor=dd, dilation_w_factor=dw, dilation_h_factor=dh)
+
+
+#: TfLitePadding in the MediaPipe op's raw custom options (not the schema's Padding enum).
+_TFLITE_PADDING_SAME = 1
+
+
+@parses("Convolution2DTransposeBias")
+def parse_transpose_conv_bias(src: Source) -> TransposeConvBiasAttrs:
+    """The raw TfLiteTransposeConvParams: int32 padding, stride_w, stride_h."""
+    raw = src.custom_options or b""
+    if len(raw) < 12:
+        raise src.fail(f"custom options hold {len(raw)} bytes; TransposeConvParams needs 12")
+    padding, stride_w, stride_h = struct.unpack_from("<iii", raw)
+    same = padding == _TFLITE_PADDING_SAME
+    return TransposeConvBiasAttrs(Padding.tf_same() if same else Padding.valid(), (stride_h, stride_w))
+
+
+@writes("Convolution2DTransposeBias")
+def write_transpose_conv_bias(attrs: TransposeConvBiasAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    return None  # the custom options travel as the op's raw bytes
