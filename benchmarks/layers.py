@@ -103,7 +103,7 @@ def main() -> None:
         desc = f"{'x'.join(map(str, x[1:]))}->{'x'.join(map(str, w[1:]))}"
         if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             k = graph.tensors[op.inputs[1]].shape
-            desc += f" k{k[1]}s{op.attrs.stride_h}"
+            desc += f" k{k[1]}s{op.attrs.strides[0]}"
         lite_us = litert_ms(one_op_model(graph, op), args.runs, args.threads) * 1e3
         our_us = statistics.median(ours[op.index]) if op.index in ours else 0.0
         tot_ours += our_us

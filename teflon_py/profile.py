@@ -67,7 +67,7 @@ def op_flops(graph: ir.Graph, op: ir.Operation) -> int:
     if op.name == "FULLY_CONNECTED":
         return 2 * int(np.prod(out)) * int(w[-1])
     a = graph.tensors[op.inputs[0]].shape
-    adj_x = bool(getattr(op.attrs, "adj_x", False))
+    adj_x = bool(op.attrs.adj_x)
     return 2 * int(np.prod(out)) * int(a[-2] if adj_x else a[-1])
 
 

@@ -10,7 +10,10 @@ import pytest
 
 import teflon_py
 from teflon_py import ir, partitioner
+from teflon_py.errors import ModelError
 from teflon_py.opencl.lowerings import transpose_conv as tc
+from teflon_py.ops.common import Act, FusedActivation, Padding
+from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
@@ -84,7 +87,7 @@ def test_transpose_conv_geometries(device, case: tuple) -> None:
 def _spec(model: bytes):
     graph = read_model(model).main
     op = graph.operations[0]
-    g = tc.transpose_conv_geometry(graph, op)
+    g = tc.transpose_conv_geometry(graph, op, op.attrs)
     return tc.spec_for(g, graph.tensors[op.inputs[1]].data, None, ir.Activation.NONE)
 
 
@@ -138,15 +141,23 @@ def test_unclaimed_transpose_convs_say_why() -> None:
     op = graph.operations[0]
     d = teflon_py.load_delegate("opencl")
     assert d.check(graph, op)
-    tanh = dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, fused_activation_function=ir.Activation.TANH))
+    tanh = dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, activation=FusedActivation.of(Act.TANH)))
     assert "TANH" in d.check(graph, tanh).reason
-    no_strides = dataclasses.replace(op, attrs=O.TransposeConvOptions(padding=SAME))
+    no_strides = dataclasses.replace(op, attrs=TransposeConvAttrs(Padding.tf_same(), (0, 0)))
     assert "strides" in d.check(graph, no_strides).reason
     w = np.ones((5, 4, 4, 3), F32)
     mediapipe = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (8, 8))).main
     op = mediapipe.operations[0]
     assert d.check(mediapipe, op)
-    short = dataclasses.replace(op, custom_options=b"\x01\x00\x00\x00")
-    assert "custom options hold 4 bytes" in d.check(mediapipe, short).reason
+    no_strides = dataclasses.replace(op, attrs=TransposeConvBiasAttrs(Padding.tf_same(), (0, 2)))
+    assert "strides" in d.check(mediapipe, no_strides).reason
+    mb = ModelBuilder()  # custom options shorter than TransposeConvParams: the reader cannot decode them
+    x, wt, bt = mb.main.add_input("x", (1, 4, 4, 3), F32), mb.main.add_constant("w", w), mb.main.add_constant(
+        "b", np.ones(5, F32))
+    y = mb.main.add_tensor("y", (1, 8, 8, 5), F32)
+    mb.main.add_op("CUSTOM", [x, wt, bt], [y], custom_code=tc.MEDIAPIPE, custom_options=b"\x01\x00\x00\x00")
+    mb.main.mark_outputs(y)
+    with pytest.raises(ModelError, match="custom options hold 4 bytes"):
+        read_model(mb.build())
     wrong = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (9, 8))).main
     assert "differs" in d.check(wrong, wrong.operations[0]).reason

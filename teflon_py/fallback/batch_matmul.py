@@ -17,26 +17,21 @@ import numpy as np
 
 from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import matmul as ops_matmul
 
 _QUANTIZED = (np.dtype(np.int8), np.dtype(np.int16))
 
 
 def _operands(node: Node, lhs: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both operands with their adjoint flags applied, after LiteRT's shape checks."""
-    for name, a in (("LHS", lhs), ("RHS", rhs)):
-        if not 2 <= a.ndim <= 5:
-            raise node.error(f"{name} has rank {a.ndim}; BATCH_MATMUL takes ranks 2 to 5")
-    opts = node.attrs
-    if opts is not None and opts.adj_x:
+    attrs = node.attrs
+    reason = ops_matmul.matmul_reason(attrs, lhs.shape, rhs.shape)
+    if reason:
+        raise node.error(reason)
+    if attrs.adj_x:
         lhs = np.swapaxes(lhs, -1, -2)
-    if opts is not None and opts.adj_y:
+    if attrs.adj_y:
         rhs = np.swapaxes(rhs, -1, -2)
-    if lhs.shape[-1] != rhs.shape[-2]:
-        raise node.error(f"cannot multiply {lhs.shape[-2:]} by {rhs.shape[-2:]} (after adj_x / adj_y)")
-    batch_l, batch_r = lhs.shape[:-2], rhs.shape[:-2]
-    for a, b in zip(reversed(batch_l), reversed(batch_r)):
-        if a != b and 1 not in (a, b):
-            raise node.error(f"batch dimensions {batch_l} and {batch_r} do not broadcast")
     return lhs, rhs
 
 

@@ -24,32 +24,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from teflon_py import ir, quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import conv as ops_conv
 
 #: Largest integer every float32 partial sum must stay below for exact accumulation.
 _FLOAT32_EXACT = 1 << 24
-_SUPPORTED_ACTIVATIONS = (
-    ir.Activation.NONE,
-    ir.Activation.RELU,
-    ir.Activation.RELU6,
-    ir.Activation.RELU_N1_TO_1,
-)
 
 
-# -- window geometry (TFLite's padding.h) --------------------------------------------------------
-
-
-def output_size(padding: ir.Padding, size: int, kernel: int, stride: int, dilation: int) -> int:
-    """TFLite's ComputeOutSize: SAME -> ceil(size / stride); VALID -> windows fully inside."""
-    effective = (kernel - 1) * dilation + 1
-    if padding == ir.Padding.SAME:
-        return (size + stride - 1) // stride
-    return (size + stride - effective) // stride
-
-
-def padding_before(size: int, kernel: int, stride: int, dilation: int, out: int) -> int:
-    """TFLite's ComputePaddingWithOffset: half the total padding, the odd extra row goes after."""
-    effective = (kernel - 1) * dilation + 1
-    return max(0, (out - 1) * stride + effective - size) // 2
+# -- window geometry (ops.common.window) ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -78,20 +59,14 @@ class Window:
 
 def window(node: Node, in_h: int, in_w: int, kh: int, kw: int) -> Window:
     """The window of a CONV_2D / DEPTHWISE_CONV_2D node over an ``in_h`` x ``in_w`` input."""
-    opts = node.attrs
-    if opts is None:
-        raise node.error("has no options (padding, strides)")
-    sh, sw, dh, dw = opts.stride_h, opts.stride_w, opts.dilation_h_factor, opts.dilation_w_factor
-    if min(sh, sw, dh, dw) < 1:
-        raise node.error(f"strides ({sh}, {sw}) and dilations ({dh}, {dw}) must be positive")
-    padding = ir.Padding(int(opts.padding))
-    oh = output_size(padding, in_h, kh, sh, dh)
-    ow = output_size(padding, in_w, kw, sw, dw)
-    if oh < 1 or ow < 1:
-        raise node.error(f"a {kh}x{kw} window does not fit the {in_h}x{in_w} input")
-    pad_top = padding_before(in_h, kh, sh, dh, oh)
-    pad_left = padding_before(in_w, kw, sw, dw, ow)
-    return Window(kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, oh=oh, ow=ow, pad_top=pad_top, pad_left=pad_left)
+    attrs = node.attrs
+    reason = ops_conv.conv_window_reason(attrs, in_h, in_w, kh, kw)
+    if reason:
+        raise node.error(reason)
+    wh, ww = ops_conv.windows(attrs, in_h, in_w, kh, kw)
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
+    return Window(kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, oh=wh.out, ow=ww.out, pad_top=wh.before,
+                  pad_left=ww.before)
 
 
 def pad_input(x: np.ndarray, win: Window, fill: float) -> np.ndarray:
@@ -156,42 +131,23 @@ class Plan:
 
 def check_types(node: Node) -> np.dtype:
     """Input, weight, bias and output types of a conv / FC node as LiteRT accepts them; the input's."""
-    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
     b = node.inputs[2] if len(node.inputs) > 2 else None
-    dtype = np.dtype(x.dtype)
-    if dtype == np.float32:
-        if w.dtype != np.float32:
-            raise node.error(f"hybrid float32 input with {w.dtype} weights is not supported")
-        want_bias = np.dtype(np.float32)
-    elif dtype in (np.int8, np.uint8):
-        if w.dtype != dtype:
-            raise node.error(f"{dtype} input with {w.dtype} weights is not supported")
-        for t in (x, w, out):
-            if t.quantization is None:
-                raise node.error(f"{t.describe()} of type {t.dtype} has no quantization parameters")
-        if x.quantization.per_channel or out.quantization.per_channel:
-            raise node.error("per-channel quantized activations are not supported")
-        if dtype == np.uint8 and w.quantization.per_channel:
-            raise node.error("uint8 weights must be quantized per tensor")
-        want_bias = np.dtype(np.int32)
-    else:
-        raise node.error(f"{dtype} inputs are not supported (float32, int8, uint8 are)")
-    if out.dtype != dtype:
-        raise node.error(f"output type {out.dtype} differs from input type {dtype}")
-    if b is not None and b.dtype != want_bias:
-        raise node.error(f"bias of type {b.dtype}; {dtype} inputs take {want_bias} bias")
-    return dtype
+    reason = ops_conv.conv_types_reason(node.inputs[0], node.inputs[1], b, node.outputs[0])
+    if reason:
+        raise node.error(reason)
+    return np.dtype(node.inputs[0].dtype)
 
 
 def activation_bounds(node: Node) -> tuple[float, float] | tuple[int, int]:
     """The fused activation's clamp range in the output's domain (floats, or quantized integers)."""
-    act = ir.Activation(int(getattr(node.attrs, "fused_activation_function", 0) or 0))
-    if act not in _SUPPORTED_ACTIVATIONS:
-        raise node.error(f"fused activation {act.name} is not supported")
     out = node.outputs[0]
+    activation = node.attrs.activation
+    reason = ops_conv.activation_reason(activation)
+    if reason:
+        raise node.error(reason)
     if out.dtype == np.float32:
-        return quant.activation_range(act, out.dtype)
-    return quant.activation_range(act, out.dtype, out.scale, out.zero_point)
+        return activation.range(out.dtype)
+    return activation.range(out.dtype, out.scale, out.zero_point)
 
 
 def weight_offset(node: Node, w: ir.Tensor, ignore_zero_point: bool) -> np.ndarray | int:
@@ -320,12 +276,11 @@ def conv_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     channel ``oc`` belongs to group ``oc // (O/G)`` and reads that group's input channels.
     """
     x, w = inputs[0], inputs[1]
-    if x.ndim != 4 or w.ndim != 4:
-        raise node.error(f"needs 4-D input and weights, got {x.shape} and {w.shape}")
+    reason = ops_conv.conv_groups_reason(x.shape, w.shape)
+    if reason:
+        raise node.error(reason)
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
-    if cg == 0 or c % cg or o % (c // cg):
-        raise node.error(f"{c} input channels and {o} filters of depth {cg} do not form groups")
     groups = c // cg
     plan = memo_plan(node, inputs, lambda w_, b_: _conv_plan(node, w_, b_, groups))
     win = window(node, h, wd, kh, kw)
@@ -358,16 +313,12 @@ def _depthwise_plan(node: Node, w: np.ndarray, b: np.ndarray | None) -> Plan:
 def depthwise_conv_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """DEPTHWISE_CONV_2D: output channel ``c*M + m`` filters input channel ``c``; sums KH*KW tap slices."""
     x, w = inputs[0], inputs[1]
-    if x.ndim != 4 or w.ndim != 4 or w.shape[0] != 1:
-        raise node.error(f"needs 4-D input and [1, KH, KW, C*M] weights, got {x.shape} and {w.shape}")
+    reason = ops_conv.depthwise_reason(node.attrs, x.shape, w.shape)
+    if reason:
+        raise node.error(reason)
     n, h, wd, c = x.shape
     _, kh, kw, oc = w.shape
-    if oc % c:
-        raise node.error(f"{oc} output channels are not a multiple of the {c} input channels")
     mult = oc // c
-    declared = node.attrs.depth_multiplier if node.attrs is not None else 0
-    if declared not in (0, mult):
-        raise node.error(f"depth_multiplier {declared} does not match {c} -> {oc} channels")
     plan = memo_plan(node, inputs, lambda w_, b_: _depthwise_plan(node, w_, b_))
     win = window(node, h, wd, kh, kw)
     if plan.quantized:

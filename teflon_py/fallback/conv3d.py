@@ -14,9 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from teflon_py import ir, quant
-from teflon_py.fallback.conv import output_size, padding_before
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import conv as ops_conv
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
 
@@ -25,21 +24,9 @@ def _geometry(
     node: Node, spatial: tuple[int, ...], kernel: tuple[int, ...]
 ) -> list[tuple[int, int, int, int]]:
     """Per spatial axis (D, H, W): (stride, dilation, output size, padding before)."""
-    o = node.attrs
-    if o is None:
-        raise node.error("has no options (padding, strides, dilations)")
-    strides = (o.stride_d, o.stride_h, o.stride_w)
-    dilations = (o.dilation_d_factor, o.dilation_h_factor, o.dilation_w_factor)
-    if min(strides + dilations) < 1:
-        raise node.error(f"strides {strides} and dilations {dilations} must be positive")
-    padding = ir.Padding(int(o.padding))
-    axes = []
-    for size, k, s, d in zip(spatial, kernel, strides, dilations):
-        out = output_size(padding, size, k, s, d)
-        if out < 1:
-            raise node.error(f"a {kernel} filter does not fit the {spatial} input")
-        axes.append((s, d, out, padding_before(size, k, s, d, out)))
-    return axes
+    attrs = node.attrs
+    wins = ops_conv.conv3d_windows(attrs, spatial, kernel)
+    return [(s, d, win.out, win.before) for s, d, win in zip(attrs.strides, attrs.dilations, wins)]
 
 
 def _im2col(x: np.ndarray, kernel: tuple[int, ...], axes: list[tuple[int, int, int, int]]) -> np.ndarray:
@@ -74,18 +61,20 @@ def conv_3d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
         or node.outputs[0].dtype != np.float32
     ):
         raise node.error("only float32 is supported (as LiteRT's CONV_3D)")
-    kd, kh, kw, c, o = w.shape
-    if x.shape[4] != c:
-        raise node.error(f"input has {x.shape[4]} channels, the filter expects {c}")
+    reason = ops_conv.conv3d_reason(node.attrs, x.shape, w.shape)
+    if reason:
+        raise node.error(reason)
+    kd, kh, kw, _, o = w.shape
     if bias is not None and bias.size != o:
         raise node.error(f"bias has {bias.size} values for {o} output channels")
     axes = _geometry(node, x.shape[1:4], (kd, kh, kw))
-    act = ir.Activation(int(node.attrs.fused_activation_function or 0))
-    if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
-        raise node.error(f"fused activation {act.name} is not supported")
+    act = node.attrs.activation
+    reason = ops_conv.activation_reason(act)
+    if reason:
+        raise node.error(reason)
     acc = _im2col(x, (kd, kh, kw), axes) @ w.reshape(-1, o)
     if bias is not None:
         acc += bias.reshape(-1)
-    lo, hi = quant.activation_range(act, np.dtype(np.float32))
+    lo, hi = act.range(np.dtype(np.float32))
     np.clip(acc, np.float32(max(lo, -FLOAT_MAX)), np.float32(min(hi, FLOAT_MAX)), out=acc)
     return acc.reshape(x.shape[0], *(a[2] for a in axes), o)

@@ -23,6 +23,7 @@ from teflon_py.fallback.conv import (
     weight_offset,
 )
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import matmul as ops_matmul
 
 
 def _fc_plan(node: Node, w: np.ndarray, b: np.ndarray | None) -> Plan:
@@ -43,20 +44,14 @@ def _fc_plan(node: Node, w: np.ndarray, b: np.ndarray | None) -> Plan:
 def fully_connected(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """FULLY_CONNECTED: ``rows @ weights.T + bias``, requantized and clamped."""
     x, w = inputs[0], inputs[1]
-    opts = node.attrs
-    if opts is not None and opts.weights_format != 0:
+    attrs = node.attrs
+    if attrs.weights_format != 0:
         raise node.error("shuffled (SHUFFLED4x16INT8) weights are not supported")
-    if w.ndim != 2:
-        raise node.error(f"weights must be 2-D [units, depth], got {w.shape}")
-    units, depth = w.shape
-    if depth == 0 or x.size % depth:
-        raise node.error(f"input of {x.size} elements does not split into rows of depth {depth}")
-    keep_num_dims = bool(opts is not None and opts.keep_num_dims)
-    if keep_num_dims and x.shape[-1] != depth:
-        raise node.error(
-            f"keep_num_dims needs the input's last dimension {x.shape[-1]} to equal depth {depth}"
-        )
+    reason = ops_matmul.fc_shape_reason(attrs, x.shape, w.shape)
+    if reason:
+        raise node.error(reason)
+    depth = w.shape[1]
     plan = memo_plan(node, inputs, lambda w_, b_: _fc_plan(node, w_, b_))
     rows = np.asarray(x.reshape(-1, depth), plan.compute)
     out = epilogue(rows @ plan.weights, plan)
-    return out.reshape(x.shape[:-1] + (units,) if keep_num_dims else (-1, units))
+    return out.reshape(ops_matmul.fc_output_shape(attrs, x.shape, w.shape))

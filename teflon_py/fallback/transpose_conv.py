@@ -13,19 +13,17 @@ and int16, float32 product for uint8), the output zero point, and the fused acti
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import numpy as np
 
-from teflon_py import ir, quant
-from teflon_py.fallback.conv import output_size, padding_before
+from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops import conv as ops_conv
+from teflon_py.ops.common import FusedActivation
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
 _QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
-#: TfLitePadding in the MediaPipe op's raw custom options (not the schema's Padding enum).
-_TFLITE_PADDING_SAME = 1
 
 
 def scatter_taps(
@@ -48,15 +46,16 @@ def scatter_taps(
     return full[:, top : top + oh, left : left + ow]
 
 
-def _activation_bounds(node: Node, act: ir.Activation) -> tuple[float, float] | tuple[int, int]:
+def _activation_bounds(node: Node, act: FusedActivation) -> tuple[float, float] | tuple[int, int]:
     """Clamp range of the fused activation: +-FLT_MAX for float NONE (TFLite clamps infinities)."""
     out = node.outputs[0]
-    if act not in (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1):
-        raise node.error(f"fused activation {act.name} is not supported")
+    reason = ops_conv.activation_reason(act)
+    if reason:
+        raise node.error(reason)
     if out.dtype == np.float32:
-        lo, hi = quant.activation_range(act, out.dtype)
+        lo, hi = act.range(out.dtype)
         return max(lo, -FLOAT_MAX), min(hi, FLOAT_MAX)
-    return quant.activation_range(act, out.dtype, out.scale, out.zero_point)
+    return act.range(out.dtype, out.scale, out.zero_point)
 
 
 def _check_types(node: Node) -> np.dtype:
@@ -113,19 +112,14 @@ def transpose_conv(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarra
     if n != x.shape[0] or oc != w.shape[0] or x.shape[3] != w.shape[3]:
         raise node.error(f"output shape {tuple(shape)} does not fit input {x.shape} and weights {w.shape}")
     dtype = _check_types(node)
-    opts = node.attrs
-    if opts is None:
-        raise node.error("has no options (padding, strides)")
-    sh, sw = opts.stride_h, opts.stride_w
-    if min(sh, sw) < 1:
-        raise node.error(f"strides ({sh}, {sw}) must be positive")
-    padding = ir.Padding(int(opts.padding))
+    attrs = node.attrs
+    reason = ops_conv.transpose_conv_reason(attrs, (n, oh, ow, oc), w.shape, x.shape)
+    if reason:
+        raise node.error(reason)
+    sh, sw = attrs.strides
     _, kh, kw, _ = w.shape
-    pad = (
-        padding_before(oh, kh, sh, 1, output_size(padding, oh, kh, sh, 1)),
-        padding_before(ow, kw, sw, 1, output_size(padding, ow, kw, sw, 1)),
-    )
-    lo, hi = _activation_bounds(node, ir.Activation(int(opts.fused_activation_function or 0)))
+    pad = ops_conv.transpose_pads(attrs, (oh, ow), kh, kw)
+    lo, hi = _activation_bounds(node, attrs.activation)
     if dtype == np.float32:
         acc = scatter_taps(x, w, (sh, sw), pad, (oh, ow))
         if bias is not None:
@@ -141,38 +135,19 @@ def transpose_conv(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarra
     return _requantize(node, acc, lo, hi)
 
 
-def _mediapipe_options(node: Node) -> tuple[bool, int, int]:
-    """(SAME padding, stride_h, stride_w) from the raw TfLiteTransposeConvParams custom options."""
-    raw = node.op.custom_options or b""
-    if len(raw) < 12:
-        raise node.error(f"custom options hold {len(raw)} bytes; TransposeConvParams needs 12")
-    padding, stride_w, stride_h = struct.unpack_from("<iii", raw)
-    if min(stride_w, stride_h) < 1:
-        raise node.error(f"strides ({stride_h}, {stride_w}) must be positive")
-    return padding == _TFLITE_PADDING_SAME, stride_h, stride_w
-
-
 @register("Convolution2DTransposeBias")
 def convolution_2d_transpose_bias(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """MediaPipe's float transpose conv with bias: the output size follows from the input.
 
-    mediapipe/util/tflite/operations/transpose_conv_bias.cc: with SAME padding the total padding
-    is ``max(0, K - (in - 1) % stride - 1)`` (VALID: 0), the output is
-    ``stride * (in - 1) + K - total`` and the top/left padding ``total // 2``.
+    mediapipe/util/tflite/operations/transpose_conv_bias.cc (``ops.conv.transpose_bias_geometry``).
     """
     x, w, bias = inputs[0], inputs[1], inputs[2]
-    if x.ndim != 4 or w.ndim != 4 or bias is None or bias.ndim != 1:
-        raise node.error("needs a 4-D input, 4-D OHWI weights and a 1-D bias")
+    reason = ops_conv.transpose_bias_reason(node.attrs, x.shape, w.shape, None if bias is None else bias.shape)
+    if reason:
+        raise node.error(reason)
     if x.dtype != np.float32 or w.dtype != np.float32 or bias.dtype != np.float32:
         raise node.error("only float32 is supported (as MediaPipe's kernel)")
-    if w.shape[3] != x.shape[3] or w.shape[0] != bias.shape[0]:
-        raise node.error(f"weights {w.shape} do not fit input {x.shape} and bias {bias.shape}")
-    same, sh, sw = _mediapipe_options(node)
-    _, h, wd, _ = x.shape
-    _, kh, kw, _ = w.shape
-    total_h = max(0, kh - (h - 1) % sh - 1) if same else 0
-    total_w = max(0, kw - (wd - 1) % sw - 1) if same else 0
-    out_hw = (sh * (h - 1) + kh - total_h, sw * (wd - 1) + kw - total_w)
-    acc = scatter_taps(x, w, (sh, sw), (total_h // 2, total_w // 2), out_hw)
+    out_hw, pads = ops_conv.transpose_bias_geometry(node.attrs, x.shape[1:3], w.shape[1:3])
+    acc = scatter_taps(x, w, node.attrs.strides, pads, out_hw)
     acc += bias
     return acc.astype(np.float32, copy=False)

@@ -1,2 +1,103 @@
-"""The matmul family: attributes, rules and shape inference."""
+"""The matmul family: FULLY_CONNECTED and BATCH_MATMUL attributes, rules and shape inference.
+
+The shared rules (``fc_shape_reason``, ``fc_output_shape``, ``matmul_reason``, ``matmul_dims``)
+are what the NumPy fallback and the OpenCL lowerings both call.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from teflon_py.ops.common import NO_ACTIVATION, FusedActivation
+from teflon_py.ops.registry import Inputs, Meta, define
+
+
+@dataclass(frozen=True)
+class FullyConnectedAttrs:
+    """FULLY_CONNECTED: fused activation, weights format (0: default; 1: shuffled 4x16 int8),
+    keep_num_dims (the output keeps the input's leading dimensions), hybrid quantization flag,
+    TFLite's bias type."""
+
+    activation: FusedActivation = NO_ACTIVATION
+    weights_format: int = 0
+    keep_num_dims: bool = False
+    asymmetric_quantize_inputs: bool = False
+    quantized_bias_type: int = 0
+
+
+@dataclass(frozen=True)
+class BatchMatMulAttrs:
+    """BATCH_MATMUL: transpose the last two axes of the LHS (``adj_x``) / RHS (``adj_y``) first."""
+
+    adj_x: bool = False
+    adj_y: bool = False
+    asymmetric_quantize_inputs: bool = False
+
+
+def fc_shape_reason(attrs: FullyConnectedAttrs, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> str | None:
+    """Why the input and [units, depth] weights of a FULLY_CONNECTED do not fit together, or None."""
+    if len(w_shape) != 2:
+        return f"weights must be 2-D [units, depth], got {tuple(w_shape)}"
+    depth = w_shape[1]
+    size = int(np.prod(x_shape, dtype=np.int64))
+    if depth == 0 or size % depth:
+        return f"input of {size} elements does not split into rows of depth {depth}"
+    if attrs.keep_num_dims and (not x_shape or x_shape[-1] != depth):
+        last = x_shape[-1] if x_shape else None
+        return f"keep_num_dims needs the input's last dimension {last} to equal depth {depth}"
+    return None
+
+
+def fc_output_shape(attrs: FullyConnectedAttrs, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The output shape (after ``fc_shape_reason``): [rows, units], or the input's with units last."""
+    units, depth = w_shape
+    if attrs.keep_num_dims:
+        return (*x_shape[:-1], units)
+    return (int(np.prod(x_shape, dtype=np.int64)) // depth, units)
+
+
+def matmul_reason(attrs: BatchMatMulAttrs, a: tuple[int, ...], b: tuple[int, ...]) -> str | None:
+    """Why a BATCH_MATMUL of these operand shapes breaks LiteRT's rules, or None."""
+    for name, s in (("LHS", a), ("RHS", b)):
+        if not 2 <= len(s) <= 5:
+            return f"{name} has rank {len(s)}; BATCH_MATMUL takes ranks 2 to 5"
+    ka = a[-2] if attrs.adj_x else a[-1]
+    kb = b[-1] if attrs.adj_y else b[-2]
+    if ka != kb:
+        return f"inner dimensions {ka} and {kb} differ (after adj_x / adj_y)"
+    for x, y in zip(reversed(a[:-2]), reversed(b[:-2])):
+        if x != y and 1 not in (x, y):
+            return f"batch dimensions {tuple(a[:-2])} and {tuple(b[:-2])} do not broadcast"
+    return None
+
+
+def matmul_dims(attrs: BatchMatMulAttrs, a: tuple[int, ...],
+                b: tuple[int, ...]) -> tuple[int, int, int, tuple[int, ...]]:
+    """(M, N, K, broadcast batch shape) of a BATCH_MATMUL (after ``matmul_reason``)."""
+    m, k = (a[-1], a[-2]) if attrs.adj_x else (a[-2], a[-1])
+    n = b[-2] if attrs.adj_y else b[-1]
+    return m, n, k, tuple(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
+
+
+@define("FULLY_CONNECTED", attrs=FullyConnectedAttrs)
+def infer_fully_connected(attrs: FullyConnectedAttrs, ins: Inputs) -> list[Meta]:
+    x, w, y = ins[0], ins[1], ins.outputs[0]
+    if x is None or w is None:
+        raise ins.error("input and weights are required")
+    reason = fc_shape_reason(attrs, tuple(x.shape), tuple(w.shape))
+    if reason:
+        raise ins.error(reason)
+    return [Meta(fc_output_shape(attrs, tuple(x.shape), tuple(w.shape)), np.dtype(y.dtype))]
+
+
+@define("BATCH_MATMUL", attrs=BatchMatMulAttrs)
+def infer_batch_matmul(attrs: BatchMatMulAttrs, ins: Inputs) -> list[Meta]:
+    a, b, y = ins[0], ins[1], ins.outputs[0]
+    if a is None or b is None:
+        raise ins.error("both operands are required")
+    reason = matmul_reason(attrs, tuple(a.shape), tuple(b.shape))
+    if reason:
+        raise ins.error(reason)
+    m, n, _, batch = matmul_dims(attrs, tuple(a.shape), tuple(b.shape))
+    return [Meta((*batch, m, n), np.dtype(y.dtype))]

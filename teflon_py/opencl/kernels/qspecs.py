@@ -18,6 +18,7 @@ from teflon_py import ir, quant
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec, Pads
+from teflon_py.ops.common import FusedActivation, Padding
 
 #: Pixels per work-item for each number of 16-channel int32 vectors (the float kernels' budget).
 TILE_PIXELS = {4: 6, 3: 8, 2: 12, 1: 14}
@@ -76,13 +77,16 @@ def codes(dtype: np.dtype) -> np.ndarray:
     return np.arange(lo, hi + 1).astype(dtype)
 
 
-def clamp_range(act: ir.Activation | int, t: ir.Tensor) -> tuple[int, int]:
+def clamp_range(act: ir.Activation | int | FusedActivation, t: ir.Tensor) -> tuple[int, int]:
     """TFLite's CalculateActivationRangeQuantized for output ``t``."""
+    if isinstance(act, FusedActivation):
+        lo, hi = act.range(t.dtype, t.scale, t.zero_point)
+        return int(lo), int(hi)
     lo, hi = quant.activation_range(act, t.dtype, t.scale, t.zero_point)
     return int(lo), int(hi)
 
 
-def conv_requant(graph: ir.Graph, op: ir.Operation, act: ir.Activation | int) -> Requant:
+def conv_requant(graph: ir.Graph, op: ir.Operation, act: ir.Activation | int | FusedActivation) -> Requant:
     """The epilogue of a CONV_2D / DEPTHWISE_CONV_2D (fixed point) or FULLY_CONNECTED (double)."""
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     lo, hi = clamp_range(act, y)
@@ -128,7 +132,7 @@ class ConvGeometry:
     kw: int
     stride: tuple[int, int]
     dilation: tuple[int, int]
-    padding: ir.Padding | int
+    padding: ir.Padding | int | Padding
     pads: Pads = kernels.NO_PADS
 
 
@@ -211,7 +215,7 @@ def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool) -> np.ndarray:
 
 def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, input_zero_point: int,
                     w_hwo: np.ndarray, bias: np.ndarray | None, requant: Requant, *, depth_multiplier: int,
-                    stride: tuple[int, int], dilation: tuple[int, int], padding: ir.Padding | int,
+                    stride: tuple[int, int], dilation: tuple[int, int], padding: ir.Padding | int | Padding,
                     pads: Pads = kernels.NO_PADS, pw: int | None = None) -> KernelSpec:
     """``qdepthwise.cl`` for zero-point-free integer weights ``w_hwo`` [KH][KW][OC] (int64).
 

@@ -41,7 +41,8 @@ from teflon_py.opencl.runtime.launch import (
     zeros_buffer,
 )
 from teflon_py.opencl.runtime.programs import FileEntry, ProgramCache, template
-from teflon_py.ops.common import FusedActivation
+from teflon_py.ops.common import FusedActivation, Padding
+from teflon_py.ops.common import window as common_window
 
 #: (rows or pixels per work-item, 16-float vectors across N): the gemm and conv2d blockings, each
 #: a kernel of the one gemm (conv2d) program. ~24 accumulators of the 32 AVX-512 registers.
@@ -295,8 +296,13 @@ class Window:
     pad: int
 
 
-def window(size: int, filt: int, stride: int, dilation: int, padding: ir.Padding | int) -> Window:
-    """TFLite's ComputeOutSize and ComputePaddingWithOffset (the before-side) for one axis."""
+def window(size: int, filt: int, stride: int, dilation: int, padding: ir.Padding | int | Padding,
+           axis: int = 0) -> Window:
+    """TFLite's ComputeOutSize and ComputePaddingWithOffset (the before-side) for one axis; an
+    op-layer ``Padding`` goes through ``ops.common.window`` (``axis`` picks its explicit side)."""
+    if isinstance(padding, Padding):
+        w = common_window(size, filt, stride, dilation, padding, axis)
+        return Window(w.out, w.before)
     eff = (filt - 1) * dilation + 1
     if ir.Padding(int(padding)) == ir.Padding.SAME:
         out = -(-size // stride)
@@ -312,11 +318,11 @@ NO_PADS: Pads = ((0, 0), (0, 0))
 
 
 def padded_windows(ih: int, iw: int, kh: int, kw: int, stride: tuple[int, int], dilation: tuple[int, int],
-                   padding: ir.Padding | int, pads: Pads) -> tuple[Window, Window]:
+                   padding: ir.Padding | int | Padding, pads: Pads) -> tuple[Window, Window]:
     """The windows over an input padded by ``pads`` first, with pads counted in the before-side."""
     (pt, pb), (pl, pr) = pads
-    wh = window(ih + pt + pb, kh, stride[0], dilation[0], padding)
-    ww = window(iw + pl + pr, kw, stride[1], dilation[1], padding)
+    wh = window(ih + pt + pb, kh, stride[0], dilation[0], padding, 0)
+    ww = window(iw + pl + pr, kw, stride[1], dilation[1], padding, 1)
     return Window(wh.out, wh.pad + pt), Window(ww.out, ww.pad + pl)
 
 

@@ -9,47 +9,22 @@ a device with ``cl_khr_fp64``.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.errors import TeflonError
 from teflon_py.fallback import conv as fallback_conv
 from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import Node
 from teflon_py.opencl.kernels import qspecs as qkernels
-from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import ConvGeometry
-from teflon_py.opencl.registry import EmitContext, activation_reason, options
-from teflon_py.tflite.options import Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions
+from teflon_py.opencl.lowerings.conv import check_conv_2d, check_depthwise_conv_2d
+from teflon_py.opencl.lowerings.matmul import check_fully_connected
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops.common import Padding
+from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
+from teflon_py.ops.matmul import FullyConnectedAttrs
 
 KINDS = {"int8": ("int8", "int32"), "uint8": ("uint8", "int32")}
-
-
-@functools.cache
-def fp64_reason(spec: str | None = None) -> str | None:
-    """Why the OpenCL device (``TEFLON_CL_DEVICE`` or the default) cannot requantize in double."""
-    try:
-        from teflon_py.opencl.runtime import device
-
-        dev = device.select_device(spec)
-    except (ImportError, TeflonError):
-        return None  # no device at all: compiling will say so
-    if "cl_khr_fp64" in dev.extensions.split() and dev.double_fp_config:
-        return None
-    return (f"the OpenCL device {dev.name.strip()} has no cl_khr_fp64 "
-            "(LiteRT requantizes FULLY_CONNECTED in double)")
-
-
-def _types_reason(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """The fallback's type and quantization rules (LiteRT's), as a reason."""
-    node = Node.of(graph, op)
-    try:
-        fallback_conv.check_types(node)
-    except TeflonError as e:
-        return str(e).split(": ", 1)[-1]
-    return None
 
 
 def _weights(graph: ir.Graph, op: ir.Operation, ignore_zero_point: bool) -> np.ndarray:
@@ -65,56 +40,12 @@ def _bias(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
     return None
 
 
-def _geometry_reason(graph: ir.Graph, op: ir.Operation, opts: object, kh: int, kw: int) -> str | None:
-    """Strides, dilations, fused activation and output shape against TFLite's arithmetic."""
-    stride, dilation = (opts.stride_h, opts.stride_w), (opts.dilation_h_factor, opts.dilation_w_factor)
-    if min(stride) < 1 or min(dilation) < 1:
-        return f"strides {stride} and dilations {dilation} must be at least 1"
-    reason = activation_reason(opts.fused_activation_function)
-    if reason:
-        return reason
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) != 4 or len(y) != 4:
-        return "input and output must be 4-D (NHWC)"
-    wh = kernels.window(x[1], kh, stride[0], dilation[0], opts.padding)
-    ww = kernels.window(x[2], kw, stride[1], dilation[1], opts.padding)
-    if (wh.out, ww.out) != tuple(y[1:3]) or y[0] != x[0] or min(wh.out, ww.out) < 1:
-        return f"output shape {list(y)} does not follow from input {list(x)} and the options"
-    return None
-
-
-def _bias_reason(graph: ir.Graph, op: ir.Operation, channels: int) -> str | None:
-    bias = _bias(graph, op)
-    if bias is not None and bias.size != channels:
-        return f"bias has {bias.size} values for {channels} channels"
-    return None
-
-
-def check_conv_2d(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _types_reason(graph, op)
-    if reason:
-        return reason
-    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-    if len(w.shape) != 4 or len(x.shape) != 4:
-        return "input and filter must be 4-D"
-    oc, c = w.shape[0], x.shape[3]
-    if w.shape[3] == 0 or c % w.shape[3] or oc % (c // w.shape[3]):
-        return f"{c} input channels and {oc} filters of depth {w.shape[3]} do not form groups"
-    if graph.tensors[op.outputs[0]].shape[-1] != oc:
-        return "output channels differ from the filter's"
-    if w.dtype == np.int8 and np.any(w.quantization.zero_point != 0):
-        return "int8 weights need zero points 0 (LiteRT rejects others)"
-    if w.quantization.per_channel and w.quantization.quantized_dimension != 0:
-        return "per-channel weights must be quantized along dimension 0"
-    opts = options(op, Conv2DOptions)
-    return _geometry_reason(graph, op, opts, w.shape[1], w.shape[2]) or _bias_reason(graph, op, oc)
-
-
-def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
+@register("CONV_2D", kind="int8", dtypes=KINDS["int8"], check=check_conv_2d, constants=(1, 2), folds_pad=True)
+@register("CONV_2D", kind="uint8", dtypes=KINDS["uint8"], check=check_conv_2d, constants=(1, 2), folds_pad=True)
+def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     """``qconv.cl`` over output pixels x channels; one launch per group of a grouped convolution."""
-    graph = ctx.graph
-    opts = options(op, Conv2DOptions)
-    x = ctx.input(op)
+    graph, op = ctx.graph, ctx.op
+    x = ctx.input()
     xt = graph.tensors[op.inputs[0]]  # quantization of the declared input (a folded PAD's output)
     nb, ih, iw, c = ctx.shape(x)
     w = _weights(graph, op, ignore_zero_point=False)
@@ -122,8 +53,8 @@ def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
     oc, kh, kw, cg = w.shape
     groups = c // cg
     ocg = oc // groups
-    requant = qkernels.conv_requant(graph, op, opts.fused_activation_function)
-    res = ctx.residual(op)
+    requant = qkernels.conv_requant(graph, op, attrs.activation)
+    res = ctx.residual()
     residual, res_binding = None, {}
     if res is not None:
         if residual_reason(graph, op, graph.operations[res.add]):
@@ -132,14 +63,13 @@ def conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
         res_binding = {"res": res.tensor}
     for g in range(groups):
         geo = ConvGeometry(nb, ih, iw, xs=c, xoff=g * cg, ys=oc, yoff=g * ocg, kh=kh, kw=kw,
-                           stride=(opts.stride_h, opts.stride_w),
-                           dilation=(opts.dilation_h_factor, opts.dilation_w_factor),
-                           padding=opts.padding, pads=ctx.pads(op))
+                           stride=attrs.strides, dilation=attrs.dilations, padding=attrs.padding,
+                           pads=ctx.pads())
         lo, hi = g * ocg, (g + 1) * ocg
         part_bias = None if bias is None else bias[lo:hi]
         spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w[lo:hi], part_bias,
                                    requant.channels(lo, hi), residual)
-        qkernels.launch(ctx, spec, input=x, output=ctx.output(op), **res_binding)
+        qkernels.launch(ctx, spec, input=x, output=ctx.output(), **res_binding)
 
 
 def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> str | None:
@@ -157,7 +87,7 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
         return "the ADD does not read the conv's output alongside another int8 tensor"
     from teflon_py.opencl.lowerings import qelementwise as ops_qelementwise
 
-    reason = ops_qelementwise.check_binary(graph, add)
+    reason = ops_qelementwise.binary_reason(add.name, add.attrs, OpTensors.of(graph, add))
     if reason:
         return reason
     p = fallback_elementwise._add_sub_params(Node.of(graph, add))
@@ -175,87 +105,38 @@ def residual_add(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> qker
     return qkernels.ResidualAdd(first, second, p["mo"], p["eo"], p["out_off"], p["lo"], p["hi"])
 
 
-def check_depthwise_conv_2d(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _types_reason(graph, op)
-    if reason:
-        return reason
-    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-    if len(w.shape) != 4 or w.shape[0] != 1:
-        return f"filter must be [1, KH, KW, C*multiplier], got {list(w.shape)}"
-    if len(x.shape) != 4:
-        return "input must be 4-D (NHWC)"
-    oc, c = w.shape[3], x.shape[3]
-    if oc % c or graph.tensors[op.outputs[0]].shape[-1] != oc:
-        return f"filter channels {oc} are not a multiple of input channels {c}, or differ from the output's"
-    declared = options(op, DepthwiseConv2DOptions).depth_multiplier
-    if declared not in (0, oc // c):
-        return f"depth_multiplier {declared} does not match {c} -> {oc} channels"
-    if w.quantization.per_channel and w.quantization.quantized_dimension != 3:
-        return "per-channel weights must be quantized along dimension 3"
-    opts = options(op, DepthwiseConv2DOptions)
-    return _geometry_reason(graph, op, opts, w.shape[1], w.shape[2]) or _bias_reason(graph, op, oc)
-
-
-def depthwise_conv_2d(ctx: EmitContext, op: ir.Operation) -> None:
+@register("DEPTHWISE_CONV_2D", kind="int8", dtypes=KINDS["int8"], check=check_depthwise_conv_2d,
+          constants=(1, 2), folds_pad=True)
+@register("DEPTHWISE_CONV_2D", kind="uint8", dtypes=KINDS["uint8"], check=check_depthwise_conv_2d,
+          constants=(1, 2), folds_pad=True)
+def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     """``qdepthwise.cl``: 16 channels x a row of pixels per work-item; any depth multiplier."""
-    graph = ctx.graph
-    opts = options(op, DepthwiseConv2DOptions)
-    x = ctx.input(op)
+    graph, op = ctx.graph, ctx.op
+    x = ctx.input()
     xt = graph.tensors[op.inputs[0]]
     shape = ctx.shape(x)
     w = _weights(graph, op, ignore_zero_point=xt.dtype == np.int8)[0]  # LiteRT's int8 kernel ignores them
-    requant = qkernels.conv_requant(graph, op, opts.fused_activation_function)
+    requant = qkernels.conv_requant(graph, op, attrs.activation)
     spec = qkernels.qdepthwise_spec(shape, xt.dtype, xt.zero_point, w, _bias(graph, op), requant,
-                                    depth_multiplier=w.shape[2] // shape[3],
-                                    stride=(opts.stride_h, opts.stride_w),
-                                    dilation=(opts.dilation_h_factor, opts.dilation_w_factor),
-                                    padding=opts.padding, pads=ctx.pads(op))
-    qkernels.launch(ctx, spec, input=x, output=ctx.output(op))
+                                    depth_multiplier=w.shape[2] // shape[3], stride=attrs.strides,
+                                    dilation=attrs.dilations, padding=attrs.padding, pads=ctx.pads())
+    qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
-def check_fully_connected(graph: ir.Graph, op: ir.Operation) -> str | None:
-    reason = _types_reason(graph, op)
-    if reason:
-        return reason
-    opts = options(op, FullyConnectedOptions)
-    reason = activation_reason(opts.fused_activation_function)
-    if reason:
-        return reason
-    if opts.weights_format != 0:
-        return "shuffled weights not supported"
-    x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-    if len(w.shape) != 2 or w.shape[1] == 0:
-        return f"weights must be 2-D [units, depth], got {list(w.shape)}"
-    units, depth = w.shape
-    size = int(np.prod(x.shape, dtype=np.int64))
-    if size % depth:
-        return f"input of {size} values does not split into rows of depth {depth}"
-    if int(np.prod(y.shape, dtype=np.int64)) != size // depth * units or y.shape[-1] != units:
-        return f"output shape {list(y.shape)} does not hold {size // depth} rows of {units} units"
-    if w.quantization.per_channel and w.quantization.quantized_dimension != 0:
-        return "per-channel weights must be quantized along dimension 0 (units)"
-    return _bias_reason(graph, op, units) or fp64_reason()
-
-
-def fully_connected(ctx: EmitContext, op: ir.Operation) -> None:
+@register("FULLY_CONNECTED", kind="int8", dtypes=KINDS["int8"], check=check_fully_connected, constants=(1, 2),
+          max_rank=None)
+@register("FULLY_CONNECTED", kind="uint8", dtypes=KINDS["uint8"], check=check_fully_connected, constants=(1, 2),
+          max_rank=None)
+def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     """A 1x1 ``qconv.cl`` over the input's rows, requantized in double (LiteRT's reference)."""
+    op = ctx.op
     graph = ctx.graph
     xt, wt = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     w = _weights(graph, op, ignore_zero_point=wt.quantization.per_channel)
     units, depth = w.shape
     rows = int(np.prod(ctx.shape(op.inputs[0]), dtype=np.int64)) // depth
-    act = options(op, FullyConnectedOptions).fused_activation_function
     geo = ConvGeometry(1, 1, rows, xs=depth, xoff=0, ys=units, yoff=0, kh=1, kw=1, stride=(1, 1),
-                       dilation=(1, 1), padding=ir.Padding.VALID)
+                       dilation=(1, 1), padding=Padding.valid())
     spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w.reshape(units, 1, 1, depth), _bias(graph, op),
-                               qkernels.conv_requant(graph, op, act))
-    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output(op))
-
-
-for _kind, _dtypes in KINDS.items():
-    qkernels.lowering_if_free("CONV_2D", kind=_kind, dtypes=_dtypes, check=check_conv_2d, constants=(1, 2),
-                              folds_pad=True)(conv_2d)
-    qkernels.lowering_if_free("DEPTHWISE_CONV_2D", kind=_kind, dtypes=_dtypes, check=check_depthwise_conv_2d,
-                              constants=(1, 2), folds_pad=True)(depthwise_conv_2d)
-    qkernels.lowering_if_free("FULLY_CONNECTED", kind=_kind, dtypes=_dtypes, check=check_fully_connected,
-                              constants=(1, 2), max_rank=None)(fully_connected)
+                               qkernels.conv_requant(graph, op, attrs.activation))
+    qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.errors import UnsupportedError
-from teflon_py.fallback import transpose_conv as fallback
-from teflon_py.fallback.registry import Node
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
-from teflon_py.opencl.registry import EmitContext, activation_reason, lowering, options
-from teflon_py.tflite.options import TransposeConvOptions
+from teflon_py.opencl.registry import OpEmit, OpTensors, register
+from teflon_py.ops import conv as ops_conv
+from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
+from teflon_py.ops.elementwise import activation_reason as elementwise_activation_reason
 
 MEDIAPIPE = "Convolution2DTransposeBias"
 
@@ -90,84 +89,76 @@ def _bias_tensor(op: ir.Operation) -> int:
     return op.inputs[3] if len(op.inputs) > 3 else ir.NO_TENSOR
 
 
-def transpose_conv_geometry(graph: ir.Graph, op: ir.Operation) -> Geometry:
+def transpose_conv_geometry(graph: ir.Graph, op: ir.Operation, attrs: TransposeConvAttrs) -> Geometry:
     """TFLite's geometry: the padding of the forward conv that maps the output to the input."""
-    opts = options(op, TransposeConvOptions)
     x = graph.tensors[op.inputs[2]].shape
     _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
     oh, ow = (int(v) for v in np.asarray(graph.tensors[op.inputs[0]].data).reshape(-1)[1:3])
-    wh = kernels.window(oh, kh, opts.stride_h, 1, opts.padding)
-    ww = kernels.window(ow, kw, opts.stride_w, 1, opts.padding)
-    return Geometry(tuple(x), (oh, ow), (opts.stride_h, opts.stride_w), (wh.pad, ww.pad))
+    return Geometry(tuple(x), (oh, ow), tuple(attrs.strides), ops_conv.transpose_pads(attrs, (oh, ow), kh, kw))
 
 
-def check_transpose_conv(graph: ir.Graph, op: ir.Operation) -> str | None:
+def check_transpose_conv(attrs: TransposeConvAttrs, tensors: OpTensors, caps: object) -> str | None:
     """4-D operands that agree with the output-shape tensor, positive strides, a clamp activation."""
-    if len(op.inputs) < 3:
+    if len(tensors.inputs) < 3 or any(t is None for t in tensors.inputs[:3]):
         return "needs output shape, weights and input"
-    opts = options(op, TransposeConvOptions)
-    if min(opts.stride_h, opts.stride_w) < 1:
-        return f"strides ({opts.stride_h}, {opts.stride_w}) must be at least 1"
-    if int(opts.padding) not in (ir.Padding.SAME, ir.Padding.VALID):
-        return f"padding {opts.padding} not supported"
-    reason = activation_reason(opts.fused_activation_function)
+    if min(attrs.strides) < 1:
+        return f"strides {tuple(attrs.strides)} must be at least 1"
+    reason = elementwise_activation_reason(attrs.activation)
     if reason:
         return reason
-    shape = np.asarray(graph.tensors[op.inputs[0]].data).reshape(-1)
-    w, x = graph.tensors[op.inputs[1]].shape, graph.tensors[op.inputs[2]].shape
-    y = graph.tensors[op.outputs[0]].shape
+    s, wt, xt = tensors.inputs[:3]
+    shape = np.asarray(s.data).reshape(-1)
+    w, x, y = wt.shape, xt.shape, tensors.outputs[0].shape
     if len(w) != 4 or len(x) != 4 or shape.size != 4:
         return "weights, input and output shape must be 4-D"
     if tuple(int(v) for v in shape) != tuple(y):
         return f"output shape tensor {shape.tolist()} differs from the output's {list(y)}"
-    if y[0] != x[0] or y[3] != w[0] or x[3] != w[3]:
-        return f"output {list(y)} does not fit input {list(x)} and weights {list(w)}"
-    bias = _bias_tensor(op)
-    if bias != ir.NO_TENSOR and graph.tensors[bias].data.size != w[0]:
-        return f"bias has {graph.tensors[bias].data.size} values for {w[0]} channels"
+    reason = ops_conv.transpose_conv_reason(attrs, tuple(int(v) for v in shape), tuple(w), tuple(x))
+    if reason:
+        return reason
+    bias = tensors.input(3)
+    if bias is not None and bias.data.size != w[0]:
+        return f"bias has {bias.data.size} values for {w[0]} channels"
     return None
 
 
-@lowering("TRANSPOSE_CONV", check=check_transpose_conv, params=(0,), constants=(1, 3), fuses_activation=True)
-def transpose_conv(ctx: EmitContext, op: ir.Operation) -> None:
+@register("TRANSPOSE_CONV", check=check_transpose_conv, params=(0,), constants=(1, 3), fuses_activation=True)
+def transpose_conv(ctx: OpEmit, attrs: TransposeConvAttrs) -> None:
+    op = ctx.op
     bias = _bias_tensor(op)
-    spec = spec_for(transpose_conv_geometry(ctx.graph, op), ctx.constant(op.inputs[1]),
-                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp(op))
-    ctx.launch(spec, input=op.inputs[2], output=ctx.output(op))
+    spec = spec_for(transpose_conv_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
+                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp())
+    ctx.launch(spec, input=op.inputs[2], output=ctx.output())
 
 
 # -- MediaPipe's Convolution2DTransposeBias -----------------------------------------------------------
 
-def mediapipe_geometry(graph: ir.Graph, op: ir.Operation) -> Geometry:
-    """transpose_conv_bias.cc's geometry, from the fallback's parse of the custom options."""
-    same, sh, sw = fallback._mediapipe_options(Node.of(graph, op))
+def mediapipe_geometry(graph: ir.Graph, op: ir.Operation, attrs: TransposeConvBiasAttrs) -> Geometry:
+    """transpose_conv_bias.cc's geometry (``ops.conv.transpose_bias_geometry``)."""
     x = tuple(graph.tensors[op.inputs[0]].shape)
     _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
-    total_h = max(0, kh - (x[1] - 1) % sh - 1) if same else 0
-    total_w = max(0, kw - (x[2] - 1) % sw - 1) if same else 0
-    out_hw = (sh * (x[1] - 1) + kh - total_h, sw * (x[2] - 1) + kw - total_w)
-    return Geometry(x, out_hw, (sh, sw), (total_h // 2, total_w // 2))
+    out_hw, pads = ops_conv.transpose_bias_geometry(attrs, (x[1], x[2]), (kh, kw))
+    return Geometry(x, out_hw, tuple(attrs.strides), pads)
 
 
-def check_mediapipe(graph: ir.Graph, op: ir.Operation) -> str | None:
-    """Input, OHWI weights and bias that fit, options that parse, the output shape they give."""
-    if len(op.inputs) != 3 or ir.NO_TENSOR in op.inputs:
+def check_mediapipe(attrs: TransposeConvBiasAttrs, tensors: OpTensors, caps: object) -> str | None:
+    """Input, OHWI weights and bias that fit, the output shape the attributes give."""
+    if len(tensors.inputs) != 3 or any(t is None for t in tensors.inputs):
         return "needs input, weights and bias"
-    x, w = graph.tensors[op.inputs[0]].shape, graph.tensors[op.inputs[1]].shape
-    b, y = graph.tensors[op.inputs[2]].shape, graph.tensors[op.outputs[0]].shape
-    if len(x) != 4 or len(w) != 4 or len(b) != 1 or w[3] != x[3] or w[0] != b[0]:
-        return f"weights {list(w)} and bias {list(b)} do not fit input {list(x)}"
-    try:
-        g = mediapipe_geometry(graph, op)
-    except UnsupportedError as e:
-        return str(e).split(": ", 1)[-1]
-    if tuple(y) != (x[0], *g.out_hw, w[0]):
-        return f"output shape {list(y)} differs from the {[x[0], *g.out_hw, w[0]]} the options give"
+    x, w, b = (t.shape for t in tensors.inputs)
+    y = tensors.outputs[0].shape
+    reason = ops_conv.transpose_bias_reason(attrs, tuple(x), tuple(w), tuple(b))
+    if reason:
+        return reason
+    out_hw, _ = ops_conv.transpose_bias_geometry(attrs, (x[1], x[2]), (w[1], w[2]))
+    if tuple(y) != (x[0], *out_hw, w[0]):
+        return f"output shape {list(y)} differs from the {[x[0], *out_hw, w[0]]} the options give"
     return None
 
 
-@lowering(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
-def convolution_2d_transpose_bias(ctx: EmitContext, op: ir.Operation) -> None:
-    spec = spec_for(mediapipe_geometry(ctx.graph, op), ctx.constant(op.inputs[1]), ctx.constant(op.inputs[2]),
-                    ctx.clamp(op))
-    ctx.launch(spec, input=op.inputs[0], output=ctx.output(op))
+@register(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
+def convolution_2d_transpose_bias(ctx: OpEmit, attrs: TransposeConvBiasAttrs) -> None:
+    op = ctx.op
+    spec = spec_for(mediapipe_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
+                    ctx.constant(op.inputs[2]), ctx.clamp())
+    ctx.launch(spec, input=op.inputs[0], output=ctx.output())
