@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir
+from teflon_py import ir, quant
 from teflon_py.fallback import conv as fallback_conv
-from teflon_py.fallback import elementwise as fallback_elementwise
 from teflon_py.fallback.registry import Node
 from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels.qspecs import ConvGeometry
@@ -72,6 +71,12 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         qkernels.launch(ctx, spec, input=x, output=ctx.output(), **res_binding)
 
 
+def _add_params(graph: ir.Graph, add: ir.Operation) -> dict:
+    """add.cc's constants of the ADD (``quant.add_sub_params``; ``binary_reason`` checked it first)."""
+    a, b, y = (graph.tensors[t] for t in (add.inputs[0], add.inputs[1], add.outputs[0]))
+    return quant.add_sub_params(a, b, y, add.attrs.activation)
+
+
 def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> str | None:
     """Why the int8 ADD ``add`` cannot fold into ``conv`` (the producer of one operand), if so.
 
@@ -90,7 +95,7 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
     reason = ops_qelementwise.binary_reason(add.name, add.attrs, OpTensors.of(graph, add))
     if reason:
         return reason
-    p = fallback_elementwise._add_sub_params(Node.of(graph, add))
+    p = _add_params(graph, add)
     if p["left_shift"] != 20 or min(p["m1"], p["m2"], p["mo"]) <= 0 or max(p["e1"], p["e2"]) > 0:
         return "the ADD's multipliers are not the positive, below-one ones the epilogue assumes"
     return None
@@ -98,7 +103,7 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
 
 def residual_add(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> qkernels.ResidualAdd:
     """``add``'s input rescales (the conv's operand first) and requantization (``qconv``'s RESID)."""
-    p = fallback_elementwise._add_sub_params(Node.of(graph, add))
+    p = _add_params(graph, add)
     first, second = (p["off1"], p["m1"], -p["e1"]), (p["off2"], p["m2"], -p["e2"])
     if add.inputs[0] != conv.outputs[0]:
         first, second = second, first
