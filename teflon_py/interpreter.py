@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from teflon_py import ir, ops
 from teflon_py.delegate import Delegate
-from teflon_py.errors import TeflonError, UnsupportedError
+from teflon_py.errors import TeflonError
 from teflon_py.executor import GraphExecutor, ModelState, Placement, RunObserver
 from teflon_py.fallback.constant_folding import fold_model
 from teflon_py.plan_report import debug_enabled, format_table
@@ -167,13 +166,12 @@ class Interpreter:
         """The subgraph with every tensor's shape for the resized inputs, from the op layer's
         inference (``teflon_py.ops``), op by op in execution order. An output whose shape depends
         on data (``Meta.shape`` None), and everything computed from it, is marked dynamic (-1 in
-        every dimension): the NumPy fallback settles it at invoke, and no delegate claims it."""
+        every dimension): the NumPy fallback settles it at invoke, and no delegate claims it. A user's
+        custom op, which the op layer cannot infer, keeps its declared output shapes."""
         tensors = list(state.base.tensors)
         for i, shape in state.input_shapes.items():
             tensors[i] = dataclasses.replace(tensors[i], shape=shape)
         graph = dataclasses.replace(state.base, tensors=tensors)  # ``tensors`` is updated in place
-        if any(ops.OPS.get(op.name) is None or ops.OPS[op.name].infer is None for op in graph.operations):
-            return self._probe_shapes(state, graph)
         dynamic: set[int] = set()
         for op in graph.operations:
             outs = [i for i in op.outputs if i != ir.NO_TENSOR]
@@ -184,6 +182,8 @@ class Interpreter:
                     metas = ops.infer(graph, op)
                 except TeflonError as e:
                     raise ResizeError(f"cannot resize {self._resized(state, graph)}: {e}") from e
+                if metas is None:  # a user's custom op: its outputs keep the shapes the model declares
+                    continue
             for i, meta in zip(outs, metas):
                 t = tensors[i]
                 if meta.shape is None:
@@ -196,30 +196,6 @@ class Interpreter:
     @staticmethod
     def _resized(state: _Subgraph, graph: ir.Graph) -> str:
         return ", ".join(f"{graph.tensors[i].describe()} to {list(s)}" for i, s in state.input_shapes.items())
-
-    def _probe_shapes(self, state: _Subgraph, graph: ir.Graph) -> ir.Graph:
-        """Shapes learnt by one NumPy run on zeros: only for graphs with an op the op layer cannot
-        infer yet (transitional)."""
-        tensors = graph.tensors
-        probe = GraphExecutor(self._model_with(graph), graph, (), self._model_state.fork())  # no side effects
-        _initialise(probe, graph)
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # zeros may divide by zero: only shapes matter
-                probe.run()
-        except UnsupportedError:
-            raise
-        except Exception as e:  # any kernel failure means these shapes do not fit
-            raise ResizeError(f"cannot resize {self._resized(state, graph)}: the graph fails on that shape: "
-                              f"{type(e).__name__}: {e}") from e
-        finally:
-            probe.close()
-            probe.state.close()
-        for i, value in enumerate(probe.values):
-            t = tensors[i]
-            if value is not None and not t.is_constant and tuple(value.shape) != t.shape:
-                tensors[i] = dataclasses.replace(t, shape=tuple(value.shape))
-        return graph
 
     def resize_tensor_input(self, input_index: int, tensor_size: Any, strict: bool = False) -> None:
         """Give an input a new shape; ``allocate_tensors`` then recomputes every tensor's shape.

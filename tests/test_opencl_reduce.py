@@ -117,11 +117,7 @@ def test_reductions_share_one_program(device) -> None:
     b = Builder(graph, range(len(graph.operations)), FusionPlan())
     for op in graph.operations:
         b.current = op.index
-        low = lowering_for(graph, op)
-        if low.attrs_style:
-            low.emit(OpEmitter(b, op), op.attrs)
-        else:
-            low.emit(b, op)
+        lowering_for(graph, op).emit(OpEmitter(b, op), op.attrs)
     assert len(b.launches) == 6
     assert {(la.spec.files, tuple(la.spec.defines.items())) for la in b.launches} == {(("common.cl", "reduce.cl"), ())}
     parts = partitioner.partition(graph, {op.index for op in graph.operations if d.check(graph, op)})

@@ -63,10 +63,6 @@ def _tensors(node: Node) -> tuple[ir.Tensor, ir.Tensor, ir.Tensor]:
 
 # -- ADD / SUB -------------------------------------------------------------------------------
 
-def _add_sub_params(node: Node) -> dict:  # kept for opencl/lowerings/qconv.py (the lead removes it at merge)
-    return quant.add_sub_params(*_tensors(node), _quantized_activation(node), node.error)
-
-
 def _add_sub_pot_int16(node: Node, a: np.ndarray, b: np.ndarray, sign: int) -> np.ndarray:
     """int16 fixed-point ADD/SUB: the finer input rounded to the output scale, saturating sum."""
     shift1, shift2, lo, hi = node.memo("pot", lambda: quant.pot_params(*_tensors(node), _quantized_activation(node),

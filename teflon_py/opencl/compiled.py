@@ -50,6 +50,7 @@ from teflon_py.opencl.runtime.launch import (
     zeros_buffer,
 )
 from teflon_py.opencl.runtime.programs import ProgramCache, is_template_program, merge_template_programs
+from teflon_py.ops.common import NO_ACTIVATION
 
 
 def _cl() -> Any:
@@ -156,7 +157,7 @@ class Storage:
 
 
 class Builder:
-    """Collects one partition's launches and aliases (the ``lowering.EmitContext`` emitters see)."""
+    """Collects one partition's launches and aliases; emitters see it through ``OpEmitter``."""
 
     def __init__(self, graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan,
                  residuals: dict[int, Residual] | None = None):
@@ -186,9 +187,7 @@ class Builder:
 
     def clamp(self, op: ir.Operation) -> Clamp:
         """The op's fused activation intersected with every activation folded into it."""
-        act = getattr(op.attrs, "activation", None)
-        if act is None:  # an op not yet translated to the op layer (transitional)
-            act = getattr(op.attrs, "fused_activation_function", ir.Activation.NONE)
+        act = getattr(op.attrs, "activation", NO_ACTIVATION)
         return intersect(kernels.clamp_of(act), self.plan.clamp.get(op.index, UNBOUNDED))
 
     def pads(self, op: ir.Operation) -> Pads:
@@ -316,10 +315,7 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
         b.current = i
         low = lowering_for(graph, op)
         try:
-            if low.attrs_style:
-                low.emit(OpEmitter(b, op), op.attrs)
-            else:
-                low.emit(b, op)
+            low.emit(OpEmitter(b, op), op.attrs)
         except UnsupportedError as e:  # check() let through what emit refuses
             raise BackendError(f"lowering {op.describe()} failed: {e}", partition=partition.index) from e
     try:

@@ -1,37 +1,41 @@
-"""The OpenCL lowering registry: per op, one translator that both decides support and builds.
+"""The OpenCL lowering registry: per (op, dtype kind), one translator that both decides support
+and builds.
 
 Teflon's rule (and Inductor's ``register_lowering``): the support check and the lowering of an
 op sit together, so ``check`` can never claim what ``emit`` cannot build. Each op family lives in
-its own module ``teflon_py/opencl/ops_<family>.py``; every such module is imported here, and its
-``@lowering`` decorators fill ``LOWERINGS``.
+its own module ``teflon_py/opencl/lowerings/<family>.py``; ``lowerings/__init__`` imports them
+all, in a fixed order, and their ``register`` calls fill ``LOWERINGS``. This is the only way in.
 
-Adding an op (say ``SQUARED_DIFFERENCE``), in ``ops_elementwise.py`` or a new ``ops_xxx.py``::
+Adding an op (say ``SQUARED_DIFFERENCE``), in ``lowerings/elementwise.py`` or a new module::
 
-    def check_squared_difference(graph: ir.Graph, op: ir.Operation) -> str | None:
-        ...  # conditions beyond the common ones below; return a reason, or None when supported
+    def check_squared_difference(attrs, tensors: OpTensors, caps: Caps) -> str | None:
+        ...  # conditions beyond the common ones below, read from the op layer's attrs, the
+             # tensors' metadata and the device's capabilities; a reason, or None when supported
 
-    @lowering("SQUARED_DIFFERENCE", check=check_squared_difference)
-    def squared_difference(ctx: EmitContext, op: ir.Operation) -> None:
+    @register("SQUARED_DIFFERENCE", check=check_squared_difference)
+    def squared_difference(ctx: OpEmit, attrs) -> None:
         spec = ...  # a kernels.KernelSpec: cl_kernels source(s), -D macros or scalar arguments
-        ctx.launch(spec, a=op.inputs[0], b=op.inputs[1], output=ctx.output(op))
+        ctx.launch(spec, a=ctx.input(0), b=ctx.input(1), output=ctx.output())
 
-An op has one lowering per ``kind``, the dtype of its data operand (``@lowering("CONV_2D",
-kind="int8", dtypes=("int8", "int32"))`` for the int8 conv beside the float32 one).
-``check`` runs first with the common conditions, which the decorator's arguments tune: every
-operand of a dtype in ``dtypes`` (default: the kind; ``params`` lists operands that must instead be constant and may have any type:
-shapes, axes, paddings; ``constants`` lists float32 operands that must be constant: weights),
-static non-empty shapes, rank at most ``max_rank``. Reasons are short sentences a user can act
-on; the registry prefixes the op name ("CONV_2D: int8 tensors not supported on OpenCL yet").
+An op has one lowering per ``kind``, the dtype of its data operand (``register("CONV_2D",
+kind="int8", dtypes=("int8", "int32"))`` for the int8 conv beside the float32 one); float and
+quantized variants share their check. ``check`` runs after the common conditions, which the
+decorator's arguments tune: every operand of a dtype in ``dtypes`` (default: the kind; ``params``
+lists operands that must instead be constant and may have any type: shapes, axes, paddings;
+``constants`` lists operands that must be constant: weights), static non-empty shapes, rank at
+most ``max_rank``. Reasons are short sentences a user can act on; the registry prefixes the op
+name ("CONV_2D: int8 tensors not supported on OpenCL yet"). A shared rule that raises
+``UnsupportedError`` gives its message as the reason; any other exception is a bug and propagates.
 
-``emit(ctx, op)`` never touches the device: it declares launches, binding kernel arguments to
+``emit(ctx, attrs)`` never touches the device: it declares launches, binding kernel arguments to
 graph tensors by index (or to ``ctx.scratch(nbytes)`` temporaries), and aliases
 (``ctx.alias(dst, src)``: same bytes, no kernel). Arguments a launch writes are named
 ``output`` (or ``output<k>``); constants a spec packs itself (weights) go in its ``constants``,
-sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``ctx.input(op)``,
-writes ``ctx.output(op)`` and clamps with ``ctx.clamp(op)``: fusion (``fusion.py``) may have
-folded a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a following
-RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp(op)``);
-``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads(op)``).
+sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``ctx.input()``,
+writes ``ctx.output()`` and clamps with ``ctx.clamp()``: fusion (``fusion.py``) may have folded
+a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a following
+RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp()``);
+``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads()``).
 ``compiled.py`` then places tensors (arena, zero-copy inputs/outputs, constants), builds the
 programs and creates the kernels once.
 """
@@ -57,34 +61,6 @@ class Scratch:
 
 
 Ref = int | Scratch  # what a kernel argument binds to: a graph tensor index, or a scratch buffer
-
-
-class EmitContext(Protocol):
-    """What an emitter sees while a partition is lowered (implemented by ``compiled.Builder``)."""
-
-    graph: ir.Graph
-
-    def shape(self, tensor: int) -> tuple[int, ...]: ...
-
-    def constant(self, tensor: int) -> np.ndarray | None: ...
-
-    def input(self, op: ir.Operation, k: int = 0) -> int: ...
-
-    def output(self, op: ir.Operation, k: int = 0) -> int: ...
-
-    def clamp(self, op: ir.Operation) -> Clamp: ...
-
-    def pads(self, op: ir.Operation) -> Pads: ...
-
-    def launch(self, spec: KernelSpec, **bindings: Ref) -> None: ...
-
-    def alias(self, dst: int, src: int) -> None: ...
-
-    def scratch(self, nbytes: int) -> Scratch: ...
-
-
-Checker = Callable[[ir.Graph, ir.Operation], "str | None"]
-Emitter = Callable[[EmitContext, ir.Operation], None]
 
 
 @dataclass(frozen=True)
@@ -137,9 +113,9 @@ class OpEmit(Protocol):
 
 
 #: check(attrs, tensors, caps) -> a reason, or None when supported
-AttrsChecker = Callable[[Any, OpTensors, Any], "str | None"]
+Checker = Callable[[Any, OpTensors, Any], "str | None"]
 #: emit(ctx, attrs): declare the op's launches
-AttrsEmitter = Callable[[OpEmit, Any], None]
+Emitter = Callable[[OpEmit, Any], None]
 
 
 @dataclass(frozen=True)
@@ -156,20 +132,18 @@ class Lowering:
     max_rank: int | None = 4
     fuses_activation: bool = False
     folds_pad: bool = False
-    attrs_style: bool = False  # check(attrs, tensors, caps) and emit(ctx, attrs)
 
 
 #: op name -> kind (dtype name of its data operand: "float32", "int8", "uint8", "bool"...) -> Lowering
 LOWERINGS: dict[str, dict[str, Lowering]] = {}
 
 
-def lowering(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
+def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
              check: Checker | None = None, params: tuple[int, ...] = (),
              constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
              folds_pad: bool = False) -> Callable[[Emitter], Emitter]:
-    """Decorator: register the function as the emitter of ``ops`` for data operands of ``kind``
-    (see the module docstring); ``dtypes`` (default: just ``kind``) are the dtypes its non-param
-    operands and outputs may have, e.g. ``("int8", "int32")`` for an int8 conv with int32 bias."""
+    """Decorator: register ``emit(ctx, attrs)`` for ``ops`` on data operands of ``kind``, with
+    ``check(attrs, tensors, caps)`` (see the module docstring for the other arguments)."""
 
     def wrap(fn: Emitter) -> Emitter:
         allowed = frozenset(dtypes or (kind,))
@@ -179,26 +153,6 @@ def lowering(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = 
             LOWERINGS.setdefault(name, {})[kind] = Lowering(
                 name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
                 fuses_activation, folds_pad)
-        return fn
-
-    return wrap
-
-
-def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
-             check: AttrsChecker | None = None, params: tuple[int, ...] = (),
-             constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
-             folds_pad: bool = False) -> Callable[[AttrsEmitter], AttrsEmitter]:
-    """Decorator: register ``emit(ctx, attrs)`` for ``ops`` on data operands of ``kind``, with
-    ``check(attrs, tensors, caps)`` (see the module docstring for the other arguments)."""
-
-    def wrap(fn: AttrsEmitter) -> AttrsEmitter:
-        allowed = frozenset(dtypes or (kind,))
-        for name in ops:
-            if kind in LOWERINGS.get(name, {}):
-                raise ValueError(f"OpenCL lowering for {name} ({kind}) registered twice")
-            LOWERINGS.setdefault(name, {})[kind] = Lowering(
-                name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
-                fuses_activation, folds_pad, attrs_style=True)
         return fn
 
     return wrap
@@ -271,32 +225,10 @@ def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
     reason = _common_reason(graph, op, low)
     if reason is None and low.check is not None:
         try:
-            if low.attrs_style:
-                reason = low.check(op.attrs, OpTensors.of(graph, op), caps)
-            else:
-                reason = low.check(graph, op)
+            reason = low.check(op.attrs, OpTensors.of(graph, op), caps)
         except UnsupportedError as e:  # a shared rule that refuses: its message is the reason
             reason = str(e)
     return Verdict.no(f"{op.name}: {reason}") if reason else Verdict.ok()
-
-
-def options(op: ir.Operation, cls: type) -> Any:
-    """The op's options, or the schema defaults when the model omits them."""
-    return op.attrs if op.attrs is not None else cls()
-
-
-FUSED_ACTIVATIONS = (ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1)
-
-
-def activation_reason(activation: ir.Activation | int) -> str | None:
-    """Why a fused activation cannot be a clamp (TANH, SIGN_BIT), or None."""
-    if activation in FUSED_ACTIVATIONS:
-        return None
-    try:
-        name = ir.Activation(int(activation)).name
-    except ValueError:
-        name = str(int(activation))
-    return f"fused activation {name} not supported"
 
 
 def supported_ops(kind: str = "float32") -> frozenset[str]:

@@ -9,7 +9,6 @@ and the register blocking are ``-D`` macros, so a handful of programs serves eve
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -244,22 +243,6 @@ def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, inp
         args=("input", "weights", "bias", *requant.args, "output", *args),
         constants=constants, scalars=args, flops=2 * nb * wh.out * ww.out * oc * kh * kw,
     )
-
-
-# -- registration shared with other engineers' modules ---------------------------------------------
-
-def lowering_if_free(*ops: str, kind: str, **kw: object) -> Callable:
-    """``lowering.lowering`` for the (op, kind) pairs no other ``ops_*`` module registers.
-
-    Data-movement ops (RESHAPE, PAD, ...) may be claimed for 8-bit types by other modules too;
-    those are imported first, so whichever loads in what order, each pair is registered once.
-    """
-    from teflon_py.opencl import registry as lowering
-
-    free = tuple(op for op in ops if kind not in lowering.LOWERINGS.get(op, {}))
-    if not free:
-        return lambda fn: fn
-    return lowering.lowering(*free, kind=kind, **kw)
 
 
 def launch(ctx: object, spec: KernelSpec, **bindings: object) -> None:

@@ -101,11 +101,6 @@ def check_mul(attrs: BinaryAttrs, tensors: OpTensors, caps: object) -> str | Non
     return binary_reason("MUL", attrs, tensors)
 
 
-def check_binary(graph: ir.Graph, op: ir.Operation) -> str | None:  # kept for qconv (lead removes at merge)
-    """``binary_reason`` of a graph op (``qconv``'s folded residual ADD calls it)."""
-    return binary_reason(op.name, op.attrs, OpTensors.of(graph, op))
-
-
 def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
     """``qadd`` / ``qsub`` / ``qmul``: two table lookups, one requantization per element."""
     op = ctx.op

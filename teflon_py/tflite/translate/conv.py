@@ -18,7 +18,7 @@ from teflon_py.tflite.options import (
     DepthwiseConv2DOptions,
     TransposeConvOptions,
 )
-from teflon_py.tflite.translate.pool import activation_code, activation_of, padding_code, padding_of
+from teflon_py.tflite.translate.common import activation_code, activation_of, padding_code, padding_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 

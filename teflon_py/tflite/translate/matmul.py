@@ -4,7 +4,7 @@ from __future__ import annotations
 from teflon_py import ir
 from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs
 from teflon_py.tflite.options import BatchMatMulOptions, FullyConnectedOptions
-from teflon_py.tflite.translate.pool import activation_code, activation_of
+from teflon_py.tflite.translate.common import activation_code, activation_of
 from teflon_py.tflite.translate.registry import Source, parses, writes
 
 
