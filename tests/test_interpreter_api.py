@@ -496,3 +496,29 @@ def test_intermediate_tensors_are_readable_after_invoke() -> None:
     it.invoke()
     for d in it.get_tensor_details():
         assert it.get_tensor(d["index"]).shape == tuple(d["shape"])
+
+
+def test_resize_marks_data_dependent_shapes_dynamic_and_settles_them_at_invoke() -> None:
+    """After a resize, shapes come from the op layer's inference; WHERE's output depends on the
+    data, so it is dynamic (-1) until invoke settles it."""
+    from teflon_py.tflite.builder import ModelBuilder
+
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (4,), np.float32)
+    zero = g.add_constant("zero", np.zeros((1,), np.float32))
+    positive = g.add_tensor("positive", (4,), np.bool_)
+    where = g.add_tensor("where", (2, 1), np.int64)
+    g.add_op("GREATER", [x, zero], [positive])
+    g.add_op("WHERE", [positive], [where])
+    g.mark_outputs(positive, where)
+    it = teflon_py.Interpreter(model_content=mb.build())
+    it.resize_tensor_input(it.get_input_details()[0]["index"], [6])
+    it.allocate_tensors()
+    shapes = {d["name"]: tuple(d["shape"]) for d in it.get_tensor_details()}
+    assert shapes["positive"] == (6,) and shapes["where"] == (-1, -1)
+    value = np.array([1, -1, 2, 3, -4, 5], np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], value)
+    it.invoke()
+    out = {d["name"]: d["index"] for d in it.get_output_details()}
+    np.testing.assert_array_equal(it.get_tensor(out["where"]), np.argwhere(value > 0))
