@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py.errors import ModelError, UnsupportedError
+from teflon_py.errors import ModelError
 from teflon_py.quant import core as qcore
 
 
@@ -127,12 +127,6 @@ def window(size: int, kernel: int, stride: int, dilation: int, padding: Padding,
     return Window1D(out, before, after)
 
 
-def check_window(label: str, strides: tuple[int, ...], dilations: tuple[int, ...] = ()) -> None:
-    """Strides and dilations must be positive (a ModelError otherwise: the file is wrong)."""
-    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
-        raise ModelError(f"{label}: strides {tuple(strides)} and dilations {tuple(dilations)} must be positive")
-
-
 @dataclass(frozen=True)
 class NoAttrs:
     """Attributes of an op that has none (ABS, LOGISTIC, ...)."""
@@ -151,6 +145,3 @@ def normalize_axis(axis: int, rank: int, label: str) -> int:
         raise ModelError(f"{label}: axis {axis} is out of range for rank {rank}")
     return axis % max(rank, 1)
 
-
-def unsupported(label: str, message: str, node: int | None = None, op: str | None = None) -> UnsupportedError:
-    return UnsupportedError(f"{label}: {message}", node=node, op=op)

@@ -7,7 +7,7 @@ is. A data-dependent output has ``shape=None`` (dynamic: settled when the op run
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,22 +91,7 @@ def infer(graph: ir.Graph, op: ir.Operation) -> list[Meta] | None:
     return d.infer(op.attrs, inputs_of(graph, op))
 
 
-def same_as_input(k: int = 0) -> Infer:
-    """Inference of an op whose output k-th... every output is shaped and typed as input ``k``."""
-
-    def fn(attrs: Any, ins: Inputs) -> list[Meta]:
-        x = ins[k]
-        if x is None:
-            raise ins.error(f"input {k} is missing")
-        return [Meta(tuple(x.shape), np.dtype(x.dtype)) for _ in ins.outputs]
-
-    return fn
-
-
 def declared(ins: Inputs, k: int = 0, shape: tuple[int, ...] | None = None) -> Meta:
     """Output ``k`` with ``shape`` and the dtype the model declares for it."""
     return Meta(shape, np.dtype(ins.outputs[k].dtype))
 
-
-def sequence(items: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(i) for i in items)

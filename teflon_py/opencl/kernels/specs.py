@@ -300,16 +300,10 @@ def window(size: int, filt: int, stride: int, dilation: int, padding: ir.Padding
            axis: int = 0) -> Window:
     """TFLite's ComputeOutSize and ComputePaddingWithOffset (the before-side) for one axis; an
     op-layer ``Padding`` goes through ``ops.common.window`` (``axis`` picks its explicit side)."""
-    if isinstance(padding, Padding):
-        w = common_window(size, filt, stride, dilation, padding, axis)
-        return Window(w.out, w.before)
-    eff = (filt - 1) * dilation + 1
-    if ir.Padding(int(padding)) == ir.Padding.SAME:
-        out = -(-size // stride)
-    else:
-        out = (size - eff + stride) // stride
-    pad = max(((out - 1) * stride + eff - size) // 2, 0)
-    return Window(out, pad)
+    if not isinstance(padding, Padding):  # a TFLite SAME/VALID code (callers building specs directly)
+        padding = Padding.tf_same() if ir.Padding(int(padding)) == ir.Padding.SAME else Padding.valid()
+    w = common_window(size, filt, stride, dilation, padding, axis)
+    return Window(w.out, w.before)
 
 
 #: Explicit zero padding ((top, bottom), (left, right)) folded in from a PAD op.
