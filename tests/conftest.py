@@ -52,9 +52,10 @@ def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEFLON_STRICT", "0")
 
 
-# -- pytest --kernel-report: which cases really ran device kernels, and which lowerings ran -------
+# -- which lowerings ran: pytest --kernel-report, and the check that every lowering runs ---------
 
 _REPORT: dict = {"cases": {}, "launched": {}, "lowerings": {}}
+_CASE: dict = {"ran": set(), "launched": False}  # the running test case's record
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,43 +64,83 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(op, dtype) lowerings ran")
 
 
-@pytest.fixture(autouse=True)
-def _kernel_recorder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    if not request.config.getoption("--kernel-report"):
-        yield
+def pytest_configure(config: pytest.Config) -> None:
+    """Record, for every OpenCL partition invoked, its launches and (op, dtype) lowerings."""
+    if "opencl" not in BACKENDS:
         return
     from teflon_py.opencl import compiled
 
-    ran: set = set()
-    invoked = [False]
     original = compiled.OpenCLPartition.invoke
 
     def invoke(self, inputs):
-        invoked[0] = invoked[0] or self.stats.get("launches", 0) > 0
-        ran.update(tuple(x) for x in self.stats.get("lowerings", ()))
+        _CASE["launched"] = _CASE["launched"] or self.stats.get("launches", 0) > 0
+        _CASE["ran"].update(tuple(x) for x in self.stats.get("lowerings", ()))
         return original(self, inputs)
 
-    monkeypatch.setattr(compiled.OpenCLPartition, "invoke", invoke)
+    compiled.OpenCLPartition.invoke = invoke
+
+
+@pytest.fixture(autouse=True)
+def _kernel_recorder(request: pytest.FixtureRequest):
+    _CASE["ran"], _CASE["launched"] = set(), False
     yield
     callspec = getattr(request.node, "callspec", None)
     backend = callspec.params.get("backend", "other") if callspec is not None else "other"
-    for key, inc in (("cases", 1), ("launched", int(invoked[0]))):
-        _REPORT[key][backend] = _REPORT[key].get(backend, 0) + inc
-    for low in ran:
-        _REPORT["lowerings"][low] = _REPORT["lowerings"].get(low, 0) + 1
+    if getattr(request.node, "rep_call_passed", False):
+        for key, inc in (("cases", 1), ("launched", int(_CASE["launched"]))):
+            _REPORT[key][backend] = _REPORT[key].get(backend, 0) + inc
+        for low in _CASE["ran"]:
+            _REPORT["lowerings"][low] = _REPORT["lowerings"].get(low, 0) + 1
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if report.when == "call":  # a lowering counts as tested only by a case that passed
+        item.rep_call_passed = report.passed
+    return report
+
+
+def _registered() -> set[tuple[str, str]]:
+    from teflon_py.opencl.lowerings import LOWERINGS
+
+    return {(op, kind) for op, kinds in LOWERINGS.items() for kind in kinds}
+
+
+def _whole_suite(session: pytest.Session) -> bool:
+    """Whether this session ran the whole suite, unfiltered, and every test passed."""
+    opt = session.config.option
+    args = [a for a in session.config.args if a not in ("tests", "tests/", ".")]
+    return (not args and not opt.keyword and not opt.markexpr and not getattr(opt, "deselect", None)
+            and session.testsfailed == 0 and session.testscollected > 0
+            and not session.config.getoption("lf", False))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The registry check: on a whole-suite run, every registered OpenCL lowering must have been
+    claimed and run by at least one passing test case (each compares against LiteRT), so a
+    lowering no test reaches, or one whose check regressed to refusing, fails the run."""
+    if "opencl" not in BACKENDS or not _whole_suite(session):
+        return
+    never = sorted(_registered() - set(_REPORT["lowerings"]))
+    if never:
+        session.config._lowerings_never_run = never
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    tr = terminalreporter
+    never = getattr(config, "_lowerings_never_run", None)
+    if never:
+        tr.section("registered OpenCL lowerings no passing test ran", red=True)
+        tr.write_line(", ".join(f"{op} ({kind})" for op, kind in never))
     if not config.getoption("--kernel-report"):
         return
-    tr = terminalreporter
     tr.section("kernel report")
     for backend in sorted(_REPORT["cases"]):
-        tr.write_line(f"{backend}: {_REPORT['launched'].get(backend, 0)} of {_REPORT['cases'][backend]} cases "
-                      "launched OpenCL kernels")
-    from teflon_py.opencl.lowerings import LOWERINGS
-
-    registered = {(op, kind) for op, kinds in LOWERINGS.items() for kind in kinds}
+        tr.write_line(f"{backend}: {_REPORT['launched'].get(backend, 0)} of {_REPORT['cases'][backend]} "
+                      "passing cases launched OpenCL kernels")
+    registered = _registered()
     tr.write_line(f"lowerings run: {len(set(_REPORT['lowerings']) & registered)} of {len(registered)} registered")
     never = sorted(registered - set(_REPORT["lowerings"]))
     tr.write_line("never run: " + (", ".join(f"{op} ({kind})" for op, kind in never) or "none"))

@@ -16,7 +16,7 @@ from teflon_py.errors import BackendError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder, quantization
 from teflon_py.tflite.reader import read_model
-from tests.harness import check_model, relative_l2, run_litert, single_op
+from tests.harness import check_model, compare_with_litert, relative_l2, run_litert, single_op
 
 pytest.importorskip("pyopencl")
 
@@ -361,7 +361,7 @@ def test_mixed_placement_runs_both_partitions(device) -> None:
 
 
 def test_max_partitions_option(device) -> None:
-    it = check_model(two_partition_model(), "opencl", options={"max_partitions": 1})
+    it = check_model(two_partition_model(), "opencl", options={"max_partitions": 1}, refuses="over the partition limit")
     assert len(it.partitions()) == 1
 
 
@@ -376,7 +376,7 @@ def test_broken_kernel_falls_back_to_numpy(device, monkeypatch: pytest.MonkeyPat
     model = single_op("SOFTMAX", [{"shape": (3, 7), "dtype": F32}], [{"shape": (3, 7), "dtype": F32}],
                       O.SoftmaxOptions(beta=1.0))
     with pytest.warns(RuntimeWarning, match="(?s)failed to build.*deliberately broken"):
-        it = check_model(model, "opencl", options={"cache_dir": str(tmp_path)}, delegated=False)
+        it = compare_with_litert(model, "opencl", options={"cache_dir": str(tmp_path)})
     assert [p.backend for p in it.placements()] == ["numpy"]
     with pytest.raises(BackendError, match="deliberately broken"):
         compile_model(model, cache_dir=str(tmp_path))
@@ -406,6 +406,6 @@ def test_missing_device_falls_back_to_numpy(lenient) -> None:
     model = single_op("RELU", [{"shape": (5,), "dtype": F32}], [{"shape": (5,), "dtype": F32}])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        it = check_model(model, "opencl", options={"device": "no-such-device"}, delegated=False)
+        it = compare_with_litert(model, "opencl", options={"device": "no-such-device"})
     assert any("opencl is unavailable, running on NumPy: no OpenCL device matches" in str(w.message) for w in caught)
     assert [p.backend for p in it.placements()] == ["numpy"]

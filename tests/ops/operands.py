@@ -45,6 +45,7 @@ def data(shape: tuple[int, ...], dtype: str, seed: int = 0, low: int = -1000, hi
 
 
 def run(backend: str, op: str, inputs: list[dict], outputs: list[dict], options: object = None,
-        feed: list[np.ndarray] | None = None, **kw: object) -> None:
-    """Build a one-op model and compare it with LiteRT on ``feed`` (random inputs if None)."""
-    check_model(single_op(op, inputs, outputs, options, **kw), backend, inputs=feed)
+        feed: list[np.ndarray] | None = None, refuses: str | tuple[str, ...] = (), **kw: object) -> None:
+    """Build a one-op model and compare it with LiteRT on ``feed`` (random inputs if None);
+    ``refuses``: the refusals the case expects (``harness.check_placement``)."""
+    check_model(single_op(op, inputs, outputs, options, **kw), backend, inputs=feed, refuses=refuses)

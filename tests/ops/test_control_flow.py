@@ -61,7 +61,7 @@ def counter_model() -> bytes:
 
 @pytest.mark.parametrize("start,limit", [(0, 5), (3, 5), (7, 5), (-4, 20), (5, 5)])
 def test_while_counter(start, limit, backend):
-    it = check_model(counter_model(), backend, inputs=[np.int32(start), np.int32(limit)], delegated=False)
+    it = check_model(counter_model(), backend, inputs=[np.int32(start), np.int32(limit)])
     assert int(it.get_tensor(it.get_output_details()[0]["index"])) == max(start, limit)
 
 
@@ -108,7 +108,7 @@ def test_while_accumulates_a_tensor(shape, dtype, backend):
     else:
         model = accumulate_model(shape, np.float32)
         inputs = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
-    check_model(model, backend, inputs=inputs, delegated=False)
+    check_model(model, backend, inputs=inputs)
 
 
 # -- a body whose outputs grow -------------------------------------------------------------------
@@ -140,7 +140,7 @@ def growing_model(width: int, iterations: int) -> bytes:
 def test_while_body_output_grows(width, iterations, start, backend):
     rng = np.random.default_rng(width)
     s0 = rng.standard_normal((1, width)).astype(np.float32)
-    it = check_model(growing_model(width, iterations), backend, inputs=[np.int32(start), s0], delegated=False)
+    it = check_model(growing_model(width, iterations), backend, inputs=[np.int32(start), s0])
     out = it.get_tensor(it.get_output_details()[0]["index"])
     assert out.shape == (1, width << max(iterations - start, 0))
 
@@ -188,7 +188,7 @@ def if_model(shape: tuple, dtype: Any, grow_then: bool = False) -> bytes:
 def test_if_chooses_a_branch(cond, shape, dtype, grow_then, backend):
     rng = np.random.default_rng(len(shape))
     xs = [(rng.standard_normal(shape) * 100).astype(dtype) for _ in range(2)]
-    check_model(if_model(shape, dtype, grow_then), backend, inputs=[np.array([cond]), *xs], delegated=False)
+    check_model(if_model(shape, dtype, grow_then), backend, inputs=[np.array([cond]), *xs])
 
 
 def test_if_switches_branches_between_invokes(backend):

@@ -207,6 +207,7 @@ def test_conv_2d_grouped(backend: str, groups: int, mode: str) -> None:
     check_model(
         conv_model(Case((1, 7, 7, 8), (3, 3), 12), mode, ir.Activation.RELU, seed=groups, groups=groups),
         backend,
+        refuses="grouped convolution",
     )
 
 

@@ -1,6 +1,6 @@
 """Data-movement ops on element types the op grids elsewhere leave out: each (op, dtype) the
 OpenCL registry lowers runs against LiteRT at least once, and the OpenCL backend must claim and run
-it (``must_claim``). Pairs LiteRT refuses (bool DEPTH_TO_SPACE, int64 UNPACK, ...) are not lowered
+it (the harness pins every registered lowering). Pairs LiteRT refuses (bool DEPTH_TO_SPACE, int64 UNPACK, ...) are not lowered
 at all (``lowerings.movement.NO_ORACLE``); those it accepts are checked here."""
 from __future__ import annotations
 
@@ -61,4 +61,4 @@ def test_lowerings_without_an_oracle_are_not_registered() -> None:
 
 @pytest.mark.parametrize(("op", "dtype"), CASES, ids=[f"{o}-{np.dtype(d).name}" for o, d in CASES])
 def test_movement_dtype(op: str, dtype: type, backend: str) -> None:
-    check_model(_case(op, dtype), backend, must_claim=True)
+    check_model(_case(op, dtype), backend)
