@@ -126,14 +126,14 @@ def check_placement(it: teflon_py.Interpreter, backend: str, refuses: str | Sequ
         if place.backend == backend or place.reason in NOT_A_REFUSAL:
             continue
         reasons.append(f"{op.describe()}: {place.reason}")
-        if _registered(backend, it.graph, op) and not any(r in (place.reason or "") for r in expected):
+        if registered_lowering(backend, it.graph, op) and not any(r in (place.reason or "") for r in expected):
             unexpected.append(f"{op.describe()}: {place.reason}")
     assert not unexpected, f"pinned nodes not run on {backend}: {unexpected}"
     if not any(p.backend == backend for p in placements):
         pytest.skip(f"{backend} ran no node (compared on NumPy): " + ("; ".join(reasons) or "every node folded"))
 
 
-def _registered(backend: str, graph: ir.Graph, op: ir.Operation) -> bool:
+def registered_lowering(backend: str, graph: ir.Graph, op: ir.Operation) -> bool:
     """Whether ``backend`` registers a lowering for ``op`` (so the case is pinned to it)."""
     if backend != "opencl":
         return False

@@ -1,7 +1,8 @@
 """ExecuTorch's portable operators in NumPy: the kernel calls a method runs between delegate calls.
 
 A ``KernelCall``'s arguments are EValue indices in the operator's schema order (``out``
-arguments included), followed by its return values (the ``out`` tensors again). Each kernel here
+arguments included), followed by one return value (the ``out`` tensor again, or a TensorList of
+the ``out`` tensors). Each kernel here
 reads its inputs through ``Args`` and returns its results, which ``run_kernel`` checks against
 the shapes and dtypes the program declares and stores. Covered: what ExecuTorch's XNNPACK
 partitioner leaves behind in convolutional and transformer exports (layer norm, means, copies and
@@ -93,7 +94,11 @@ def run_kernel(call: KernelCall, spec: Sequence[Value], values: list[Any], label
         raise UnsupportedError(f"{label}: portable operator {call.name} is not implemented in teflon-py")
     args = Args(call, spec, values, label)
     results = fn(args)
-    outs = [i for i in call.args[len(call.args) - len(results):]]
+    # args: the schema's arguments, out arguments last, then one return value (the out tensor,
+    # or a TensorList of them)
+    if len(call.args) < len(results) + 1:
+        raise ModelError(f"{label}: {len(call.args)} arguments cannot hold {len(results)} results")
+    outs = call.args[len(call.args) - 1 - len(results):-1]
     for k, (index, result) in enumerate(zip(outs, results)):
         declared = spec[index].value
         result = np.asarray(result)

@@ -148,16 +148,16 @@ class Method:
     def outputs(self) -> list[TensorInfo]:
         return [self._info(i) for i in self.plan.outputs]
 
-    def placements(self) -> list[tuple[str, Placement]]:
-        """Per delegate call and kernel call, per node: (label, where it runs and why)."""
-        rows: list[tuple[str, Placement]] = []
+    def node_placements(self) -> list[tuple[str, ir.Graph, ir.Operation, Placement]]:
+        """Per op of every delegate graph, in chain order: (label naming the delegate call and
+        its xnode, the op-layer graph, the op, where it runs and why)."""
+        rows = []
         for step in self.steps:
-            if isinstance(step, KernelCall):
-                rows.append((step.name, Placement("numpy", None, "portable operator")))
-            else:
+            if isinstance(step, _DelegateStep):
                 for op, p in zip(step.graph.graph.operations, step.executor.placements):
                     node = step.graph.nodes[step.graph.sources[op.index]]
-                    rows.append((f"delegate {step.call.delegate}: {node.describe()} -> {op.name}", p))
+                    rows.append((f"delegate {step.call.delegate}: {node.describe()} -> {op.name}",
+                                 step.graph.graph, op, p))
         return rows
 
     # -- running ----------------------------------------------------------------------------------

@@ -101,3 +101,53 @@ def infer_batch_matmul(attrs: BatchMatMulAttrs, ins: Inputs) -> list[Meta]:
         raise ins.error(reason)
     m, n, _, batch = matmul_dims(attrs, tuple(a.shape), tuple(b.shape))
     return [Meta((*batch, m, n), np.dtype(y.dtype))]
+
+
+# -- dynamic quantization (XNNPACK's qd8: ExecuTorch's dynamically quantized linear layers) ----------
+
+
+@dataclass(frozen=True)
+class DynamicQuantizeAttrs:
+    """DYNAMIC_QUANTIZE: int8 with per-row parameters chosen at run time from each row's range;
+    a row is everything in the last ``num_nonbatch_dims`` axes."""
+
+    num_nonbatch_dims: int = 1
+
+
+def dynamic_rows(attrs: DynamicQuantizeAttrs, shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape[:len(shape) - attrs.num_nonbatch_dims], dtype=np.int64))
+
+
+@define("DYNAMIC_QUANTIZE", attrs=DynamicQuantizeAttrs)
+def infer_dynamic_quantize(attrs: DynamicQuantizeAttrs, ins: Inputs) -> list[Meta]:
+    """float32 ``x`` -> (int8 values of ``x``'s shape, float32 [rows, 2]: scale and zero point)."""
+    x = ins[0]
+    if x is None or np.dtype(x.dtype) != np.float32:
+        raise ins.error("takes one float32 input")
+    if not 1 <= attrs.num_nonbatch_dims <= max(len(x.shape), 1):
+        raise ins.error(f"num_nonbatch_dims {attrs.num_nonbatch_dims} does not fit a rank-{len(x.shape)} input")
+    if len(ins.outputs) != 2:
+        raise ins.error("has two outputs: the values and their per-row parameters")
+    return [Meta(tuple(x.shape), np.dtype(np.int8)), Meta((dynamic_rows(attrs, tuple(x.shape)), 2),
+                                                          np.dtype(np.float32))]
+
+
+@define("DYNAMIC_FULLY_CONNECTED", attrs=FullyConnectedAttrs)
+def infer_dynamic_fully_connected(attrs: FullyConnectedAttrs, ins: Inputs) -> list[Meta]:
+    """FULLY_CONNECTED over a DYNAMIC_QUANTIZE'd input: (int8 values, their [rows, 2] parameters,
+    int8 weights [units, depth] quantized per tensor or per unit, optional float32 bias) -> float32."""
+    q, params, w = ins[0], ins[1], ins[2]
+    if q is None or params is None or w is None:
+        raise ins.error("values, their parameters and weights are required")
+    if np.dtype(q.dtype) != np.int8 or np.dtype(w.dtype) != np.int8 or w.quantization is None:
+        raise ins.error("takes int8 values and quantized int8 weights")
+    reason = fc_shape_reason(attrs, tuple(q.shape), tuple(w.shape))
+    if reason:
+        raise ins.error(reason)
+    rows = int(np.prod(q.shape, dtype=np.int64)) // w.shape[1]
+    if tuple(params.shape) != (rows, 2):
+        raise ins.error(f"parameters must be [{rows}, 2] (one scale and zero point per row), got {list(params.shape)}")
+    b = ins[3]
+    if b is not None and tuple(b.shape) != (w.shape[0],):
+        raise ins.error(f"bias must be [{w.shape[0]}], got {list(b.shape)}")
+    return [Meta(fc_output_shape(attrs, tuple(q.shape), tuple(w.shape)), np.dtype(np.float32))]

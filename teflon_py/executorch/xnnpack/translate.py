@@ -61,6 +61,7 @@ class _Builder:
         self.sources: list[int] = []
         self.node: XNode | None = None
         self.pending: list[tuple[int, int, FusedActivation]] = []  # clamps to add after the node
+        self.dynamic: dict[int, int] = {}  # a qdint8 tensor -> its run-time per-row parameters
         for vid in sorted(xg.values):
             self.by_id[vid] = self._value_tensor(xg.values[vid])
 
@@ -301,10 +302,12 @@ def _fully_connected(b: _Builder, n: XNode) -> None:
         if wt.data is None:
             raise b.unsupported("fully connected with transposed runtime weights")
         w = b.constant(f"{wt.name}_oi", np.ascontiguousarray(wt.data.T), wt.quantization)
-    if b.tensors[x].dtype == np.int8 and b.tensors[x].quantization is None:
-        raise b.unsupported("dynamically quantized (qd8) fully connected is not supported yet")
-    b.op("FULLY_CONNECTED", [x, w, bias], [out],
-         ops.matmul.FullyConnectedAttrs(activation=b.activation(), keep_num_dims=True))
+    keep = len(b.tensors[out].shape) == len(b.tensors[x].shape)
+    attrs = ops.matmul.FullyConnectedAttrs(activation=b.activation(), keep_num_dims=keep)
+    if x in b.dynamic:  # qd8: the input was quantized per row at run time
+        b.op("DYNAMIC_FULLY_CONNECTED", [x, b.dynamic[x], w, bias], [out], attrs)
+    else:
+        b.op("FULLY_CONNECTED", [x, w, bias], [out], attrs)
 
 
 def _batch_matmul(b: _Builder, n: XNode) -> None:
@@ -417,8 +420,14 @@ def _convert(b: _Builder, n: XNode) -> None:
     f = n.fields
     x, out = b.tensor(f["input_id"]), b.tensor(f["output_id"])
     src, dst = b.tensors[x], b.tensors[out]
-    if dst.dtype == np.int8 and dst.quantization is None:
-        raise b.unsupported("dynamic quantization (Convert to qdint8) is not supported yet")
+    if b.xg.values[f["output_id"]].datatype == "qdint8":
+        quant = b.xg.values[f["output_id"]].quant
+        dims = quant.num_nonbatch_dims if quant is not None else 1
+        rows = ops.matmul.dynamic_rows(ops.matmul.DynamicQuantizeAttrs(dims), dst.shape)
+        params = b.add_tensor(f"{dst.name}_row_params", (rows, 2), np.dtype(np.float32))
+        b.dynamic[out] = params
+        b.op("DYNAMIC_QUANTIZE", [x], [out, params], ops.matmul.DynamicQuantizeAttrs(dims))
+        return
     if src.quantization is None and dst.quantization is not None:
         b.op("QUANTIZE", [x], [out])
     elif src.quantization is not None and dst.quantization is None:
