@@ -1,4 +1,5 @@
-"""``teflon-py``: run, inspect and time TFLite models; list OpenCL devices; write zoo models.
+"""``teflon-py``: run, inspect and time TFLite models and ExecuTorch programs; list OpenCL devices;
+write zoo models.
 
 Bad input (a missing file, a corrupt model, an input of the wrong shape, an unknown delegate) is
 one line on stderr and exit status 2, without a traceback (``TEFLON_DEBUG=1`` shows it).
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py.errors import TeflonError
-from teflon_py.plan_report import debug_enabled, format_table, plan_data
+from teflon_py.plan_report import debug_enabled, format_table, plan_data, plan_rows
 
 EXIT_USAGE = 2
 
@@ -40,6 +41,10 @@ def _interpreter(model: str | bytes, delegate: str | None) -> Any:
         raise CliError(f"delegate {delegate!r} is not available in this installation: {e}") from e
     if isinstance(model, bytes):
         return Interpreter(model_content=model, experimental_delegates=delegates)
+    from teflon_py.executorch.interpreter import ProgramInterpreter, is_program
+
+    if is_program(model):  # an ExecuTorch .pte: its "forward" method
+        return ProgramInterpreter(model, delegates)
     return Interpreter(model_path=model, experimental_delegates=delegates)
 
 
@@ -118,8 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs = {d["name"] or f"output{k}": it.get_tensor(d["index"]) for k, d in enumerate(it.get_output_details())}
     for name, value in outputs.items():
         print("\n".join(_summarise(name, value)))
-    placements = it.placements()
-    on = sorted({p.backend for p in placements})
+    on = sorted({r["backend"] for r in plan_rows(it)})
     print(f"invoke: {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
     if args.output:
         np.savez(args.output, **outputs)
@@ -151,10 +155,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               "warmup": args.warmup, "allocate_ms": cold["ms"],
                               "allocate_programs_built": cold["built"], "allocate_cache": cold["cache"],
                               "allocate_warm_ms": warm["ms"], "allocate_warm_programs_built": warm["built"]}
-    lite = _litert(args.model, inputs) if args.compare == "litert" else None
+    program = hasattr(it, "plan_rows")
+    if program and (args.compare == "litert" or args.profile):
+        raise CliError(f"{args.model}: an ExecuTorch program: --compare executorch, not litert; "
+                       "--profile is for .tflite models")
+    if not program and args.compare == "executorch":
+        raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
+    if args.compare == "litert":
+        lite = _litert(args.model, inputs)
+    elif args.compare == "executorch":
+        lite = _executorch(args.model, inputs)
+    else:
+        lite = None
     ours, theirs = _time_invokes(it, inputs, lite, args.runs, args.warmup)
     result.update(_stats(ours))
-    if lite is not None:
+    if lite is not None and program:
+        result["executorch"] = {"runtime": "executorch.runtime (XNNPACK)", **_stats(theirs)}
+        result["ratio_to_executorch"] = statistics.median(a / b for a, b in zip(ours, theirs))
+    elif lite is not None:
         result["litert"] = {"resolver": "default (XNNPACK)", "num_threads": os.cpu_count(), **_stats(theirs)}
         result["ratio_to_litert"] = statistics.median(a / b for a, b in zip(ours, theirs))
         result["ratio_of_medians"] = result["median_ms"] / result["litert"]["median_ms"]
@@ -231,6 +249,26 @@ def _litert(model: str, inputs: list[np.ndarray]) -> Any:
     return lite
 
 
+class _ExecuTorchMethod:
+    """ExecuTorch's own runtime on the same program and inputs, timed like an interpreter."""
+
+    def __init__(self, method: Any, inputs: list[Any]):
+        self.method, self.inputs = method, inputs
+
+    def invoke(self) -> None:
+        self.method.execute(self.inputs)
+
+
+def _executorch(model: str, inputs: list[np.ndarray]) -> Any:
+    try:
+        import torch
+        from executorch.runtime import Runtime
+    except ImportError as e:
+        raise CliError(f"--compare executorch needs ExecuTorch installed (pip install executorch): {e}") from e
+    method = Runtime.get().load_program(model).load_method("forward")
+    return _ExecuTorchMethod(method, [torch.from_numpy(np.ascontiguousarray(x)) for x in inputs])
+
+
 def _time_invokes(it: Any, inputs: list[np.ndarray], lite: Any, runs: int,
                   warmup: int) -> tuple[list[float], list[float]]:
     """Milliseconds per invoke of ``it`` and, alternating with it, of ``lite`` (when given).
@@ -265,6 +303,11 @@ def _print_bench(r: dict[str, Any]) -> None:
           f"{r['allocate_warm_ms']:.1f} ms")
     print(f"invoke x{r['runs']} after {r['warmup']} warm-up: median {r['median_ms']:.3f} ms  "
           f"min {r['min_ms']:.3f}  max {r['max_ms']:.3f}")
+    if "executorch" in r:
+        et = r["executorch"]
+        print(f"ExecuTorch {et['runtime']}: median {et['median_ms']:.3f} ms  min {et['min_ms']:.3f}  "
+              f"max {et['max_ms']:.3f}")
+        print(f"ours/ExecuTorch: {r['ratio_to_executorch']:.2f} (median of {r['runs']} alternating pairs)")
     if "litert" in r:
         lite = r["litert"]
         print(f"LiteRT {lite['resolver']}, {lite['num_threads']} threads: median {lite['median_ms']:.3f} ms  "
@@ -335,7 +378,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)")
-    run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file")
+    run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
     run.add_argument("--input", action="append", metavar="X.npy", help="one per model input, in order")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
     run.add_argument("--delegate", metavar="NAME", help="opencl, or none for the NumPy fallback only (default)")
@@ -353,8 +396,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--delegate", metavar="NAME")
     bench.add_argument("--runs", type=int, default=20)
     bench.add_argument("--warmup", type=int, default=3)
-    bench.add_argument("--compare", choices=["litert"],
-                       help="also time LiteRT (XNNPACK, one thread per CPU) on it, alternating runs")
+    bench.add_argument("--compare", choices=["litert", "executorch"],
+                       help="also time LiteRT (XNNPACK, one thread per CPU) on a .tflite, or ExecuTorch's "
+                            "runtime on a .pte, alternating runs")
     bench.add_argument("--profile", metavar="TRACE.json",
                        help="write a chrome://tracing trace of one invoke; print the costliest kernels")
     bench.add_argument("--json", action="store_true", help="one JSON object with every number")

@@ -31,7 +31,10 @@ def describe_tensor(graph: ir.Graph, index: int) -> str:
 
 
 def plan_rows(interpreter: Interpreter) -> list[dict[str, Any]]:
-    """One dict per node of the main graph: index, op, operand descriptions, backend, partition, reason."""
+    """One dict per node of the main graph: index, op, operand descriptions, backend, partition, reason
+    (an ExecuTorch program: per XNode of its delegate calls and per kernel call, its own rows)."""
+    if hasattr(interpreter, "plan_rows"):
+        return interpreter.plan_rows()
     graph = interpreter.graph
     rows = []
     for op, p in zip(graph.operations, interpreter.placements()):
@@ -60,6 +63,11 @@ def plan_data(interpreter: Interpreter, model: str, delegate: str | None) -> dic
 
 def summary_line(interpreter: Interpreter) -> str:
     """How many nodes the partitions claim and how many run on the NumPy fallback."""
+    if hasattr(interpreter, "plan_rows"):
+        rows = interpreter.plan_rows()
+        numpy = sum(r["backend"] == "numpy" for r in rows)
+        return (f"{len(rows) - numpy} of {len(rows)} rows delegated in {len(interpreter.partitions())} "
+                f"partition(s); {numpy} on the NumPy fallback")
     graph = interpreter.graph
     claimed = [p["nodes"] for p in interpreter.partitions()]
     parts = [partitioner.Partition(k, tuple(nodes), (), ()) for k, nodes in enumerate(claimed)]

@@ -248,3 +248,47 @@ def test_console_script_subprocess(tmp_path) -> None:
                           text=True, env=env, cwd=tmp_path, timeout=120, check=False)
     assert fail.returncode == 2 and "Traceback" not in fail.stderr
     assert len(fail.stderr.strip().splitlines()) == 1
+
+
+# -- ExecuTorch programs ------------------------------------------------------------------------------
+PTE = ROOT / "tests" / "fixtures" / "executorch"
+
+
+def test_run_a_program_with_inputs_matches_executorch(capsys, tmp_path) -> None:
+    recorded = np.load(PTE / "net_split_layernorm_fp32.npz")
+    np.save(tmp_path / "x.npy", recorded["input_0"])
+    code, out, _ = run_cli(capsys, "run", str(PTE / "net_split_layernorm_fp32.pte"), "--input",
+                           str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npz"))
+    assert code == 0 and "nodes on: numpy" in out
+    np.testing.assert_allclose(np.load(tmp_path / "y.npz")["output0"], recorded["output_0"], rtol=1e-5, atol=1e-6)
+
+
+def test_inspect_json_of_a_program(capsys, device) -> None:
+    """The same document as for a .tflite: one row per XNode and per portable kernel call."""
+    code, out, _ = run_cli(capsys, "inspect", str(PTE / "net_split_layernorm_fp32.pte"), "--delegate", "opencl",
+                           "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert list(doc) == ["model", "delegate", "nodes", "partitions"]
+    assert [n["op"] for n in doc["nodes"]] == ["XNNStaticTranspose", "XNNConv2d", "XNNStaticTranspose",
+                                               "aten::mean.out", "aten::native_layer_norm.out", "XNNFullyConnected"]
+    for node in doc["nodes"]:
+        assert list(node) == ["index", "op", "backend", "partition", "reason"]
+        portable = node["op"].startswith("aten::")
+        assert node["backend"] == ("numpy" if portable else "opencl")
+        assert (node["reason"] == "portable operator") == portable
+    assert [p["nodes"] for p in doc["partitions"]] == [[0, 1, 2], [5]]
+
+
+def test_bench_a_program(capsys) -> None:
+    code, out, _ = run_cli(capsys, "bench", str(PTE / "conv2d.pte"), "--runs", "2", "--warmup", "0", "--json")
+    assert code == 0 and json.loads(out)["median_ms"] > 0
+    code, _, err = run_cli(capsys, "bench", str(PTE / "conv2d.pte"), "--compare", "litert")
+    assert_one_line_error(code, err, "ExecuTorch program", "--compare executorch")
+
+
+def test_a_damaged_program_is_one_line(capsys, tmp_path) -> None:
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes((PTE / "conv2d.pte").read_bytes()[:300])
+    code, _, err = run_cli(capsys, "inspect", str(bad))
+    assert_one_line_error(code, err, str(bad))

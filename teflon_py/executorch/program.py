@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py.errors import ModelError
+from teflon_py.errors import ModelError, UnsupportedError
 from teflon_py.executorch.schema import pte
 
 FILE_IDENTIFIER = b"ET12"
 HEADER_MAGIC = b"eh00"
 HEADER_MIN = 32  # magic, u32 length, three u64s
+MAX_ELEMENTS = 1 << 31  # a tensor of more elements is a damaged file, not a model
 
 #: ScalarType -> NumPy dtype (the types a portable kernel or a delegate boundary can carry)
 DTYPES: dict[int, np.dtype] = {
@@ -370,6 +371,12 @@ class _Reader:
         sizes = tuple(int(t.Sizes(i)) for i in range(t.SizesLength()))
         if any(s < 0 for s in sizes):
             raise self.fail(f"{what}: tensor has a negative size {list(sizes)}")
+        if int(np.prod(sizes, dtype=np.float64)) > MAX_ELEMENTS:
+            raise self.fail(f"{what}: tensor sizes {list(sizes)} are implausibly large")
+        info = t.ExtraTensorInfo()
+        if info is not None and info.Location() == pte.TensorDataLocation.EXTERNAL:
+            raise UnsupportedError(f"{self.source}: {what}: tensor data in an external file (.ptd) is not "
+                                   "supported")
         if t.DimOrderLength() and [t.DimOrder(i) for i in range(t.DimOrderLength())] != list(range(len(sizes))):
             raise self.fail(f"{what}: tensor dim_order {[t.DimOrder(i) for i in range(t.DimOrderLength())]} "
                             "is not contiguous; teflon-py reads contiguous tensors only")

@@ -29,6 +29,7 @@ IDENTIFIERS = (b"XN00", b"XN01")
 NO_ID = 0xFFFFFFFF
 UINT64_MAX = (1 << 64) - 1
 EXTERNAL_INPUT, EXTERNAL_OUTPUT = 1, 2  # XNNTensorValue.flags
+MAX_ELEMENTS = 1 << 31  # a value of more elements is a damaged payload, not a model
 
 DATATYPE_NAMES = {v: k.removeprefix("xnn_datatype_") for k, v in vars(xnn.XNNDatatype).items()
                   if not k.startswith("_")}
@@ -229,6 +230,8 @@ class _PayloadReader:
         dims = tuple(int(tv.Dims(i)) for i in range(tv.DimsLength()))
         if tv.NumDims() != len(dims):
             raise self.fail(f"xvalue {index}: num_dims {tv.NumDims()} but {len(dims)} dims")
+        if int(np.prod(dims, dtype=np.float64)) > MAX_ELEMENTS:
+            raise self.fail(f"xvalue {index}: dims {list(dims)} are implausibly large")
         vid = tv.IdOut()
         data = None
         if tv.ConstantBufferIdx():
