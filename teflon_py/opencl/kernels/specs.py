@@ -83,6 +83,9 @@ class KernelSpec:
     entry: str = ""
     out_shape: tuple[int, ...] = ()
     meta: Mapping[str, int] = field(default_factory=dict)  # sizes other specs derive from this one
+    #: a machine-dependent kernel's variants: the program's ``<name>_variant`` kernel writes the
+    #: index of the one that compiled, which the partition's stats report (``compiled.py``)
+    variants: tuple[str, ...] = ()
 
     @property
     def function(self) -> str:
