@@ -239,7 +239,7 @@ def test_lstm_8x8_8_unsupported() -> None:
     model = lstm_model("LSTM", "int8", 1, 1, 4, 4, 4, intermediates=12)
     it = teflon_py.Interpreter(model_content=model)
     it.allocate_tensors()
-    with pytest.raises(UnsupportedError, match="node 0 .*8x8->8"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(LSTM\): .*8x8->8"):
         it.invoke()
 
 
