@@ -91,7 +91,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, float_tol: float, wha
         a, e = actual.reshape(-1), expected.reshape(-1)
         _first_difference(np.isnan(a) != np.isnan(e), a, e, what, "NaN positions differ")
         finite = np.isfinite(e)
-        _first_difference(~finite & ~np.isnan(e) & (a != e), a, e, what, "infinities differ")
+        _first_difference((np.isinf(a) | np.isinf(e)) & (a != e), a, e, what, "infinities differ")
         err = relative_l2(a[finite], e[finite])
         assert err <= float_tol, f"{what}: relative L2 error {err:.3g} > {float_tol:g}"
         tol = float_tol if elem_tol is None else elem_tol

@@ -38,6 +38,8 @@ def test_nan_and_infinity_positions_are_compared() -> None:
         assert_close(np.array([0.0, np.inf, -np.inf, 1.0], np.float32), expected, 1e-5)
     with pytest.raises(AssertionError, match=r"infinities differ; first at flat index 2: ours inf"):
         assert_close(np.array([np.nan, np.inf, np.inf, 1.0], np.float32), expected, 1e-5)
+    with pytest.raises(AssertionError, match=r"infinities differ; first at flat index 3: ours inf, LiteRT 1\.0"):
+        assert_close(np.array([np.nan, np.inf, -np.inf, np.inf], np.float32), expected, 1e-5)
 
 
 def test_integer_mismatch_names_the_first_element() -> None:

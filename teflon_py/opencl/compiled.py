@@ -50,7 +50,6 @@ from teflon_py.opencl.runtime.launch import (
     zeros_buffer,
 )
 from teflon_py.opencl.runtime.programs import ProgramCache, is_template_program, merge_template_programs
-from teflon_py.ops.common import NO_ACTIVATION
 
 
 def _cl() -> Any:
@@ -126,7 +125,7 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
             w = writer.get(r)
             if w is not None and position[w] >= position[p]:
                 continue  # the other operand is not ready when the conv runs
-            clamp = intersect(kernels.clamp_of(add.attrs.activation), plan.clamp.get(i, UNBOUNDED))
+            clamp = intersect(kernels.fused_clamp(add.attrs.activation), plan.clamp.get(i, UNBOUNDED))
             residuals[p] = Residual(r, clamp, i)
             plan.skip.add(i)
             plan.output[p] = plan.output.get(i, add.outputs[0])
@@ -186,9 +185,11 @@ class Builder:
         return self.plan.output.get(op.index, op.outputs[k]) if k == 0 else op.outputs[k]
 
     def clamp(self, op: ir.Operation) -> Clamp:
-        """The op's fused activation intersected with every activation folded into it."""
-        act = getattr(op.attrs, "activation", NO_ACTIVATION)
-        return intersect(kernels.clamp_of(act), self.plan.clamp.get(op.index, UNBOUNDED))
+        """The op's fused activation (``kernels.fused_clamp``: LiteRT's bounds, finite for an op that
+        has one) intersected with every activation folded into it."""
+        act = getattr(op.attrs, "activation", None)
+        own = kernels.fused_clamp(act) if act is not None else UNBOUNDED
+        return intersect(own, self.plan.clamp.get(op.index, UNBOUNDED))
 
     def pads(self, op: ir.Operation) -> Pads:
         folded = self.plan.pad.get(op.index)

@@ -130,6 +130,18 @@ def clamp_of(activation: ir.Activation | int | Clamp) -> Clamp:
     return (float(lo), float(hi))
 
 
+#: float32's largest finite value: TFLite's CalculateActivationRange bound for an unbounded side
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def fused_clamp(activation: ir.Activation | int | FusedActivation) -> Clamp:
+    """The clamp LiteRT's float kernels apply for an op's fused activation: its bounds, with an
+    unbounded side at -FLT_MAX / FLT_MAX (CalculateActivationRange), so such an op turns
+    infinities into the largest finite floats even with no activation; NaN passes the compares."""
+    lo, hi = clamp_of(activation)
+    return (max(lo, -FLT_MAX), min(hi, FLT_MAX))
+
+
 def scalars(**values: float) -> dict[str, np.int32 | np.float32]:
     """Kernel by-value arguments: ints as int32, floats as float32 (infinities allowed)."""
     return {k: np.float32(v) if isinstance(v, float) else np.int32(v) for k, v in values.items()}
