@@ -249,3 +249,15 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
     }
   }
 }
+
+// Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
+// report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd.
+__kernel void qconv_variant(__global int* variant) {
+#if !defined(W8)
+  variant[0] = 0;
+#elif defined(QCONV_VNNI)
+  variant[0] = 2;
+#else
+  variant[0] = 1;
+#endif
+}

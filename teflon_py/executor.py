@@ -308,7 +308,8 @@ class GraphExecutor:
 
     def _run_node(self, node: Node, kernel: Any) -> None:
         args = [None if i == ir.NO_TENSOR else self.values[i] for i in node.op.inputs]
-        result = kernel(node, args)
+        with np.errstate(all="ignore"):  # IEEE arithmetic, as LiteRT's: NaN / inf in, NaN / inf out, no warnings
+            result = kernel(node, args)
         outs = result if isinstance(result, (list, tuple)) else [result]
         for t, value in zip(node.outputs, outs):
             if value.dtype != t.dtype:

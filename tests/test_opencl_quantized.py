@@ -2,8 +2,8 @@
 MobileNets in one partition, bit-exact with LiteRT's reference kernels.
 
 Per-op numerics run through tests/ops (every quantized op test also runs on "opencl"); here:
-the registry covers the issue's ops, the portable (non-VNNI) convolution path gives the same
-integers as the VNNI one, folds and constant operands work in quantized graphs, and the zoo's
+the registry covers the issue's ops, the convolution's machine-dependent inner loop (VNNI, portable,
+int16 weights) compiles as the device's caps say and each gives LiteRT's integers, folds and constant operands work in quantized graphs, and the zoo's
 int8 models with int8, uint8 and float32 edges run as a single partition.
 """
 from __future__ import annotations
@@ -61,8 +61,49 @@ def _conv(g, x: int, name: str, oc: int, k: int, rng: np.random.Generator, out_q
     return y
 
 
+def _two_convs() -> bytes:
+    """Two int8 convolutions: 7 input channels (a tail quad), stride 2, then 1x1 with RELU6."""
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (1, 9, 9, 7), np.int8, quantization=quantization(0.05, -4))
+    y = _conv(g, x, "c1", 20, 3, rng, quantization(0.4, 3), stride=2)
+    y = _conv(g, y, "c2", 8, 1, rng, quantization(0.3, -2), act=ir.Activation.RELU6)
+    g.mark_outputs(y)
+    return mb.build()
+
+
+def _device_caps():
+    from teflon_py.opencl.caps import Caps
+    from teflon_py.opencl.runtime import device as dev
+
+    return Caps.of(dev.get_context().device)
+
+
+def _compiled_variants(it: teflon_py.Interpreter) -> list:
+    (step,) = [s for s in it._runnable(0).steps if getattr(s, "compiled", None) is not None]
+    return step.compiled.stats["variants"]
+
+
+def test_conv_compiles_the_variant_the_caps_say(device) -> None:
+    """The int8 convolution's inner loop is machine-dependent: the partition reports the one that
+    compiled, and it is the one the device's caps promise (VNNI where the compiler targets it)."""
+    it = check_model(_two_convs(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "vnni" if _device_caps().vnni else "portable")]
+
+
+def test_vnni_conv_path_matches(device) -> None:
+    """AVX-512 VNNI's vpdpbusd path, bit-exact with LiteRT, where the device compiles it."""
+    if not _device_caps().vnni:
+        pytest.skip(f"{_device_caps().name}: its compiler does not target AVX-512 VNNI, so the vpdpbusd "
+                    "path cannot compile here (the portable path is tested on its own)")
+    it = check_model(_two_convs(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "vnni")]
+
+
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shuffle-based path of devices without VNNI: same integers (forced on this device)."""
+    """The shuffle-based path of devices without VNNI: same integers (forced on every device), and
+    the partition reports the portable loop compiled, not VNNI."""
     from teflon_py.opencl.kernels import qspecs as qkernels
 
     real = qkernels.qconv_spec
@@ -72,14 +113,25 @@ def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> 
         return dataclasses.replace(spec, defines={**spec.defines, "QCONV_PORTABLE": True})
 
     monkeypatch.setattr(qkernels, "qconv_spec", portable)
-    rng = np.random.default_rng(3)
+    it = check_model(_two_convs(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "portable")]
+
+
+def test_int16_weight_conv_reports_its_loop(device) -> None:
+    """uint8 weights whose zero point leaves them outside int8 take the int16-weight loop."""
+    rng = np.random.default_rng(4)
     mb = ModelBuilder()
     g = mb.main
-    x = g.add_input("x", (1, 9, 9, 7), np.int8, quantization=quantization(0.05, -4))
-    y = _conv(g, x, "c1", 20, 3, rng, quantization(0.4, 3), stride=2)  # 7 channels: a tail quad
-    y = _conv(g, y, "c2", 8, 1, rng, quantization(0.3, -2), act=ir.Activation.RELU6)
+    x = g.add_input("x", (1, 5, 5, 8), np.uint8, quantization=quantization(0.05, 120))
+    w = g.add_constant("w", rng.integers(0, 256, (6, 3, 3, 8)).astype(np.uint8),
+                       quantization=quantization(0.004, 3))
+    b = g.add_constant("b", rng.integers(-2000, 2000, 6).astype(np.int32),
+                       quantization=quantization(0.05 * 0.004, 0))
+    y = g.add_tensor("y", (1, 5, 5, 6), np.uint8, quantization=quantization(0.3, 100))
+    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
     g.mark_outputs(y)
-    check_model(mb.build(), "opencl")
+    it = check_model(mb.build(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "int16 weights")]
 
 
 def test_int8_graph_with_folds_and_constant_operands(device) -> None:

@@ -122,6 +122,18 @@ def test_pocl_cpu_names_never_exceed_the_cpu():
     assert pocl_target.best_cpu_name(skx - {"avx512bw"}) == "haswell"
 
 
+def test_pocl_target_features_follow_the_patched_cpu_name(monkeypatch: pytest.MonkeyPatch):
+    """What the caps' ``vnni`` reads: a patched-in CPU name limits the features to its own."""
+    host = {"avx2", "fma", "avx512f", "avx512_vnni", "sse4_2"}
+    monkeypatch.setattr(pocl_target, "_cpu_flags", lambda: set(host))
+    monkeypatch.setitem(pocl_target._state, "cpu", None)
+    assert pocl_target.target_features() == host  # unpatched: PoCL targets the host CPU
+    monkeypatch.setitem(pocl_target._state, "cpu", "skylake-avx512")
+    assert pocl_target.target_features() == {"avx2", "fma", "avx512f"}
+    monkeypatch.setitem(pocl_target._state, "cpu", "cascadelake")
+    assert "avx512_vnni" in pocl_target.target_features()
+
+
 # ---- program cache ----------------------------------------------------------------------------
 
 def test_build_options_are_canonical():

@@ -157,7 +157,7 @@ def test_unclaimed_transpose_convs_say_why() -> None:
     y = mb.main.add_tensor("y", (1, 8, 8, 5), F32)
     mb.main.add_op("CUSTOM", [x, wt, bt], [y], custom_code=tc.MEDIAPIPE, custom_options=b"\x01\x00\x00\x00")
     mb.main.mark_outputs(y)
-    with pytest.raises(ModelError, match="custom options hold 4 bytes"):
+    with pytest.raises(ModelError, match=r"subgraph 0 operator 0 \(Convolution2DTransposeBias\): custom options hold 4 bytes"):
         read_model(mb.build())
     wrong = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (9, 8))).main
     assert "differs" in d.check(wrong, wrong.operations[0]).reason

@@ -81,16 +81,16 @@ def test_depthwise_infer() -> None:
 
 def test_conv_infer_rejects() -> None:
     g, op = _op(_conv((1, 4, 4, 3), (2, 5, 5, 3), (1, 1, 1, 2), ir.Padding.VALID))
-    with pytest.raises(ModelError, match="does not fit"):
+    with pytest.raises(ModelError, match=r"node 0 \(CONV_2D\): a 5x5 window does not fit"):
         ops.infer(g, op)
     g, op = _op(_conv((1, 4, 4, 3), (2, 1, 1, 3), (1, 4, 4, 2), s=(0, 1)))
-    with pytest.raises(ModelError, match="must be positive"):
+    with pytest.raises(ModelError, match=r"node 0 \(CONV_2D\): strides \(0, 1\) .*must be positive"):
         ops.infer(g, op)
     g, op = _op(_conv((1, 4, 4, 3), (2, 1, 1, 2), (1, 4, 4, 2)))
-    with pytest.raises(ModelError, match="do not form groups"):
+    with pytest.raises(ModelError, match=r"node 0 \(CONV_2D\): .*do not form groups"):
         ops.infer(g, op)
     g, op = _op(_depthwise((1, 4, 4, 2), (1, 1, 1, 6), (1, 4, 4, 6), dm=2))
-    with pytest.raises(ModelError, match="depth_multiplier 2"):
+    with pytest.raises(ModelError, match=r"node 0 \(DEPTHWISE_CONV_2D\): depth_multiplier 2"):
         ops.infer(g, op)
 
 
@@ -136,13 +136,13 @@ def test_batch_matmul_infer(a, b, adj_x, adj_y, out) -> None:
 
 def test_matmul_infer_rejects() -> None:
     g, op = _op(_fc((2, 5), (3, 4), (2, 3)))
-    with pytest.raises(ModelError, match="rows of depth 4"):
+    with pytest.raises(ModelError, match=r"node 0 \(FULLY_CONNECTED\): .*rows of depth 4"):
         ops.infer(g, op)
     g, op = _op(_bmm((2, 3, 4), (3, 5), (2, 3, 5)))
-    with pytest.raises(ModelError, match="inner dimensions"):
+    with pytest.raises(ModelError, match=r"node 0 \(BATCH_MATMUL\): inner dimensions"):
         ops.infer(g, op)
     g, op = _op(_bmm((2, 3, 4), (3, 4, 5), (3, 3, 5)))
-    with pytest.raises(ModelError, match="do not broadcast"):
+    with pytest.raises(ModelError, match=r"node 0 \(BATCH_MATMUL\): batch dimensions .* do not broadcast"):
         ops.infer(g, op)
 
 
@@ -161,10 +161,10 @@ def test_transpose_conv_roundtrip_and_infer() -> None:
     (meta,) = ops.infer(g, op)
     assert meta.shape == (1, 8, 8, 5)
     g, op = _op(_transpose((1, 8, 8, 5), (5, 3, 3, 2), (1, 4, 4, 3)))
-    with pytest.raises(ModelError, match="does not fit"):
+    with pytest.raises(ModelError, match=r"node 0 \(TRANSPOSE_CONV\): output shape .* does not fit"):
         ops.infer(g, op)
     g, op = _op(_transpose((1, 8, 8, 5), (5, 3, 3, 3), (1, 4, 4, 3), s=(0, 2)))
-    with pytest.raises(ModelError, match="must be positive"):
+    with pytest.raises(ModelError, match=r"node 0 \(TRANSPOSE_CONV\): strides \(0, 2\) must be positive"):
         ops.infer(g, op)
 
 
@@ -184,7 +184,7 @@ def test_conv3d_roundtrip_and_infer() -> None:
     (meta,) = ops.infer(g, op)
     assert meta.shape == (1, 2, 4, 3, 4)
     g, op = _op(_conv3d((1, 5, 6, 7, 3), (3, 3, 2, 2, 4), (1, 3, 5, 6, 4)))
-    with pytest.raises(ModelError, match="channels"):
+    with pytest.raises(ModelError, match=r"node 0 \(CONV_3D\): input has 3 channels"):
         ops.infer(g, op)
 
 
@@ -200,5 +200,5 @@ def test_transpose_conv_bias_parse_and_infer() -> None:
     assert meta.shape == (1, 8, 8, 5)
     bad = _mediapipe_model((1, 4, 4, 3), np.zeros((5, 4, 4, 2), F32), np.zeros(5, F32), 1, (2, 2), (8, 8))
     g, op = _op(bad)
-    with pytest.raises(ModelError, match="do not fit"):
+    with pytest.raises(ModelError, match=r"node 0 \(Convolution2DTransposeBias\): .*do not fit"):
         ops.infer(g, op)

@@ -130,17 +130,41 @@ BROKEN = {
 @pytest.mark.parametrize("case", list(BROKEN))
 def test_infer_refuses_broken_models(case: str) -> None:
     graph, op = parsed(BROKEN[case])
-    with pytest.raises(ModelError, match="node 0"):
+    with pytest.raises(ModelError, match=rf"node 0 \({op.name}\): "):
         infer(graph, op)
+
+
+def test_the_error_names_the_broken_node_not_the_first() -> None:
+    """Node indices in errors are the node's own: a bad RESHAPE after an ABS is node 1."""
+    import teflon_py
+
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (2, 6), np.float32)
+    a = g.add_tensor("abs", (2, 6), np.float32)
+    g.add_op("ABS", [x], [a])
+    y = g.add_tensor("y", (5, 2), np.float32)
+    g.add_op("RESHAPE", [a, g.add_constant("shape", np.array([5, -1], np.int32))], [y])
+    g.mark_outputs(y)
+    it = teflon_py.Interpreter(model_content=mb.build())
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.ones((2, 6), np.float32))
+    with pytest.raises(ModelError, match=r"node 1 \(RESHAPE\): cannot reshape 12 elements into \[5, -1\]"):
+        it.invoke()
 
 
 def test_unknown_mirror_mode_is_a_model_error() -> None:
     mb = one_op("MIRROR_PAD", [((3, 4), np.float32), np.array([[1, 1], [1, 1]], np.int32)],
                 [((5, 6), np.float32)], O.MirrorPadOptions(mode=7))
-    with pytest.raises(ModelError, match="mirror pad mode"):
+    with pytest.raises(ModelError, match=r"subgraph 0 operator 0 \(MIRROR_PAD\): unknown mirror pad mode 7"):
         read_model(mb.build())
 
 
 def test_strided_slice_ranges_refuse_zero_strides() -> None:
-    with pytest.raises(ModelError, match="non-zero"):
+    with pytest.raises(ModelError, match="STRIDED_SLICE: stride value has to be non-zero"):
         strided_slice_ranges(StridedSliceAttrs(), (4,), [0], [4], [0])
+    zero = one_op("STRIDED_SLICE", [((4,), np.float32), np.array([0], np.int32), np.array([4], np.int32),
+                                    np.array([0], np.int32)], [((4,), np.float32)], O.StridedSliceOptions())
+    graph, op = parsed(zero)
+    with pytest.raises(ModelError, match=r"node 0 \(STRIDED_SLICE\): stride value has to be non-zero"):
+        infer(graph, op)

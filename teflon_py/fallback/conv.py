@@ -139,14 +139,18 @@ def check_types(node: Node) -> np.dtype:
 
 
 def activation_bounds(node: Node) -> tuple[float, float] | tuple[int, int]:
-    """The fused activation's clamp range in the output's domain (floats, or quantized integers)."""
+    """The fused activation's clamp range in the output's domain (floats, or quantized integers);
+    an unbounded float side is -FLT_MAX / FLT_MAX (TFLite's CalculateActivationRange), so
+    infinities come out as the largest finite floats, and NaN stays."""
     out = node.outputs[0]
     activation = node.attrs.activation
     reason = ops_conv.activation_reason(activation)
     if reason:
         raise node.error(reason)
     if out.dtype == np.float32:
-        return activation.range(out.dtype)
+        lo, hi = activation.range(out.dtype)
+        big = float(np.finfo(np.float32).max)
+        return max(lo, -big), min(hi, big)
     return activation.range(out.dtype, out.scale, out.zero_point)
 
 

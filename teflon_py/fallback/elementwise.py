@@ -37,17 +37,20 @@ def _check_types(node: Node) -> np.dtype:
 
 
 def apply_activation(node: Node, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Clamp a float or plain-integer result to the fused activation's range, in ``dtype``."""
+    """Clamp a float or plain-integer result to the fused activation's range, in ``dtype``. An
+    unbounded side is the type's lowest / max (TFLite's CalculateActivationRange), so float
+    infinities become +-FLT_MAX even with no activation; NaN stays."""
     act = _activation(node)
     if not act.is_clamp:
         raise node.error(f"fused activation {act.kind.name} is not supported")
-    if act.kind == Act.NONE:
+    if act.kind == Act.NONE and dtype.kind in "iu":
         return x.astype(dtype, copy=False)
     lo, hi = act.range(np.float32)
+    info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
+    lo, hi = max(lo, info.min), min(hi, info.max)
     if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        lo, hi = int(max(lo, info.min)), int(min(hi, info.max))
-    return np.clip(x, dtype.type(lo), dtype.type(hi)).astype(dtype, copy=False)
+        lo, hi = int(lo), int(hi)
+    return np.minimum(np.maximum(x, dtype.type(lo)), dtype.type(hi)).astype(dtype, copy=False)
 
 
 def _quantized_activation(node: Node) -> FusedActivation:

@@ -20,6 +20,9 @@ class Caps:
     image_support: bool = False
     max_alloc: int = 1 << 31
     extensions: frozenset[str] = frozenset()
+    #: the kernel compiler targets AVX-512 VNNI (PoCL on such a CPU): int8 convolutions compile
+    #: ``qconv.cl``'s vpdpbusd path, else its portable one (partition stats report which compiled)
+    vnni: bool = False
 
     @classmethod
     def of(cls, dev: Any) -> Caps:
@@ -37,6 +40,7 @@ class Caps:
             image_support=bool(dev.image_support),
             max_alloc=int(dev.max_mem_alloc_size),
             extensions=ext,
+            vnni=_compiles_vnni(dev),
         )
 
     @property
@@ -48,3 +52,12 @@ class Caps:
         if self.fp64:
             return None
         return f"the OpenCL device {self.name} has no cl_khr_fp64 (double requantization needs it)"
+
+
+def _compiles_vnni(dev: Any) -> bool:
+    """Whether ``dev``'s compiler defines ``__AVX512VNNI__``: a PoCL CPU device whose target CPU
+    has the instructions (other platforms' compilers do not take clang's x86 builtins)."""
+    from teflon_py.opencl.runtime import device, pocl_target
+
+    pocl = "pocl" in dev.platform.vendor.lower() or "portable computing" in dev.platform.name.lower()
+    return pocl and device.device_kind(dev) == "CPU" and "avx512_vnni" in pocl_target.target_features()

@@ -50,7 +50,6 @@ from teflon_py.opencl.runtime.launch import (
     zeros_buffer,
 )
 from teflon_py.opencl.runtime.programs import ProgramCache, is_template_program, merge_template_programs
-from teflon_py.ops.common import NO_ACTIVATION
 
 
 def _cl() -> Any:
@@ -126,7 +125,7 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
             w = writer.get(r)
             if w is not None and position[w] >= position[p]:
                 continue  # the other operand is not ready when the conv runs
-            clamp = intersect(kernels.clamp_of(add.attrs.activation), plan.clamp.get(i, UNBOUNDED))
+            clamp = intersect(kernels.fused_clamp(add.attrs.activation), plan.clamp.get(i, UNBOUNDED))
             residuals[p] = Residual(r, clamp, i)
             plan.skip.add(i)
             plan.output[p] = plan.output.get(i, add.outputs[0])
@@ -186,9 +185,11 @@ class Builder:
         return self.plan.output.get(op.index, op.outputs[k]) if k == 0 else op.outputs[k]
 
     def clamp(self, op: ir.Operation) -> Clamp:
-        """The op's fused activation intersected with every activation folded into it."""
-        act = getattr(op.attrs, "activation", NO_ACTIVATION)
-        return intersect(kernels.clamp_of(act), self.plan.clamp.get(op.index, UNBOUNDED))
+        """The op's fused activation (``kernels.fused_clamp``: LiteRT's bounds, finite for an op that
+        has one) intersected with every activation folded into it."""
+        act = getattr(op.attrs, "activation", None)
+        own = kernels.fused_clamp(act) if act is not None else UNBOUNDED
+        return intersect(own, self.plan.clamp.get(op.index, UNBOUNDED))
 
     def pads(self, op: ir.Operation) -> Pads:
         folded = self.plan.pad.get(op.index)
@@ -366,6 +367,7 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
     ll.run([np.zeros(t.shape, t.dtype) for t in inputs])  # JIT now, commit binaries, fail early
     stats = {"launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
              "aliases": len(b.aliases),
+             "variants": sorted({(la.info["kernel"], la.info["variant"]) for la in launches if "variant" in la.info}),
              "lowerings": sorted({(graph.operations[i].name, lowering_for(graph, graph.operations[i]).kind)
                                   for i in b.nodes})}
     return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
@@ -393,13 +395,15 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     """Build every program, create each kernel once and set the arguments that never change."""
     cl = _cl()
     launches, keep = [], []
+    variants: dict[tuple[Any, str], str] = {}  # (program, family) -> the variant it compiled
     templated = [(la.spec.files, la.spec.function) for la in b.launches
                  if is_template_program(la.spec.files, la.spec.defines)]
     merged = merge_template_programs(templated) if templated else ()
     for la in b.launches:
         spec = la.spec
         files = merged if is_template_program(spec.files, spec.defines) else spec.files
-        kernel = cl.Kernel(cache.build(files, spec.defines), spec.function)
+        program = cache.build(files, spec.defines)
+        kernel = cl.Kernel(program, spec.function)
         moved = 0  # bytes the arguments span, for the profile's GB/s
         for i, arg in enumerate(spec.args):
             if arg == "zeros":
@@ -426,8 +430,23 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
                 "flops": spec.flops, "bytes": moved, "global_size": spec.global_size}
         if la.op in b.residuals:
             info["fused_add"] = b.residuals[la.op].add
+        if spec.variants:
+            if (program, spec.name) not in variants:
+                variants[program, spec.name] = spec.variants[_compiled_variant(dc, program, spec.name)]
+            info["variant"] = variants[program, spec.name]
         launches.append(Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info))
     return launches, keep
+
+
+def _compiled_variant(dc: DeviceContext, program: Any, name: str) -> int:
+    """The index its ``<name>_variant`` kernel writes: which machine-dependent path ``program`` compiled."""
+    cl = _cl()
+    out = np.full(1, -1, np.int32)
+    buf = cl.Buffer(dc.context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    queue = dc.queue()
+    cl.Kernel(program, f"{name}_variant")(queue, (1,), None, buf)
+    cl.enqueue_copy(queue, out, buf)
+    return int(out[0])
 
 
 def _storage_bytes(st: Storage) -> int:

@@ -76,7 +76,7 @@ def test_int16_plain_equal(backend: str) -> None:
 
 def test_int16_plain_not_equal_is_unsupported() -> None:
     """LiteRT's NOT_EQUAL leaves its output unwritten for int16 without quantization."""
-    with pytest.raises(UnsupportedError, match="node 0"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(NOT_EQUAL\): NOT_EQUAL on int16"):
         run_teflon(compare_model("NOT_EQUAL", (3,), (3,), np.int16), [np.ones(3, np.int16)] * 2)
 
 

@@ -105,7 +105,7 @@ def test_hybrid_weights_are_unsupported() -> None:
         [{"shape": (2, 3), "dtype": np.float32}],
         FullyConnectedOptions(),
     )
-    with pytest.raises(UnsupportedError, match="hybrid"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(FULLY_CONNECTED\): hybrid"):
         run_teflon(model, [np.ones((2, 6), np.float32)])
 
 

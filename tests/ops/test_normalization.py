@@ -56,7 +56,7 @@ def test_l2_normalization_quantized_small_rows(backend: str, dtype: type) -> Non
 
 def test_l2_normalization_rejects_activation() -> None:
     """LiteRT implements no fused activation for L2_NORMALIZATION; neither does teflon-py."""
-    with pytest.raises(UnsupportedError, match="RELU"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(L2_NORMALIZATION\): fused activation RELU"):
         run_teflon(l2_model((2, 3), np.float32, activation=ir.Activation.RELU), [np.ones((2, 3), np.float32)])
 
 

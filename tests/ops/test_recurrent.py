@@ -30,7 +30,7 @@ NO = ir.NO_TENSOR
 
 
 def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
-                  float_tol: float = 1e-5) -> None:
+                  float_tol: float = 1e-5, elem_tol: float | None = None) -> None:
     """Run ``invokes`` invokes with fresh random inputs on LiteRT (BUILTIN_REF) and on teflon-py;
     every output of every invoke must match (variable tensors carry state between them)."""
     lite = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
@@ -47,7 +47,7 @@ def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
             it.invoke()
         for j, (d, e) in enumerate(zip(ours.get_output_details(), lite.get_output_details())):
             assert_close(ours.get_tensor(d["index"]), lite.get_tensor(e["index"]), float_tol,
-                         f"invoke {k} output {j}")
+                         f"invoke {k} output {j}", elem_tol=elem_tol)
 
 
 # -- operand factories ----------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_lstm_8x8_8_unsupported() -> None:
     model = lstm_model("LSTM", "int8", 1, 1, 4, 4, 4, intermediates=12)
     it = teflon_py.Interpreter(model_content=model)
     it.allocate_tensors()
-    with pytest.raises(UnsupportedError, match="node 0 .*8x8->8"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(LSTM\): .*8x8->8"):
         it.invoke()
 
 
@@ -453,9 +453,9 @@ def test_svdf_activations(backend: str, act: ir.Activation, kind: str) -> None:
     check_invokes(svdf_model(kind, 2, 5, 3, 2, 4, act, seed=9), backend, seed=9)
 
 
-# -- hybrid bit-exactness -------------------------------------------------------------------------
+# -- hybrid: float activations through int8 weights, over invokes ----------------------------------
 
-HYBRID_EXACT = [
+HYBRID_CASES = [
     ("lstm", lambda: lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "hybrid", 3, 4, 7, 5, 5, peephole=True, seed=31)),
     ("lstm-ln-batch-major", lambda: lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "hybrid", 2, 3, 9, 6, 3, cifg=True,
                                                projection=True, layer_norm=True, asymmetric=True, seed=32)),
@@ -466,10 +466,24 @@ HYBRID_EXACT = [
     ("svdf", lambda: svdf_model("hybrid", 3, 9, 5, 2, 6, ir.Activation.NONE, asymmetric=True, seed=36)),
 ]
 
+#: The hybrid kernels' tolerance, from their arithmetic. Per step, the float input and state are
+#: quantized to int8 (scale max|x| / 127), multiplied by int8 weights in int32 (exact: the integer
+#: part of the computation is bit-exact whatever the libm), and scaled back; the float rest (gate
+#: sums, sigmoid/tanh, cell update, layer norm) differs between libms by a few ulp, |d| <= 4 * 2^-24
+#: relative per op. Through T <= 5 steps of ~6 float ops each, with gains <= 1 (sigmoid' <= 1/4,
+#: tanh' <= 1, the forget gate < 1) but the output projection's and layer norm's up to ~10, that is
+#: <= 5 * 6 * 10 * 4 * 2^-24 ~= 7e-5 relative per element in the worst case, and ~1e-6 in L2 on
+#: random signs, so: relative L2 1e-5, per element 1e-4. One case the bound cannot cover: a few-ulp
+#: difference that moves a value across an int8 rounding boundary (probability ~127 * 2^-22 ~= 3e-5
+#: per quantized value, ~1% for a case's few hundred) changes that step by a whole quantization
+#: level; the kernels reproduce Eigen's and glibc's arithmetic step for step so that it does not
+#: happen on x86 (these cases currently match bit for bit), and the fixed seeds keep it reproducible.
+HYBRID_TOL, HYBRID_ELEM_TOL = 1e-5, 1e-4
 
-@pytest.mark.parametrize("case", HYBRID_EXACT, ids=lambda c: c[0])
-def test_hybrid_bit_exact(backend: str, case: tuple) -> None:
-    """The hybrid kernels match LiteRT's x86 build bit for bit: each step's float results decide
-    the next step's input quantization, so Eigen's sigmoid/tanh, the NEON (NEON_2_SSE) summation
-    orders and glibc's expf on Eigen's unaligned elements are reproduced, not approximated."""
-    check_invokes(case[1](), backend, invokes=4, seed=1, float_tol=0.0)
+
+@pytest.mark.parametrize("case", HYBRID_CASES, ids=lambda c: c[0])
+def test_hybrid_over_invokes(backend: str, case: tuple) -> None:
+    """Hybrid LSTM / bidirectional LSTM / RNN / SVDF over four invokes: each step's float results
+    decide the next step's input quantization, so an error would compound; it must stay within the
+    bound argued above (integer outputs, had the case any, stay bit-exact: ``assert_close``)."""
+    check_invokes(case[1](), backend, invokes=4, seed=1, float_tol=HYBRID_TOL, elem_tol=HYBRID_ELEM_TOL)

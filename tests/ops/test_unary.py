@@ -266,12 +266,13 @@ def test_unsupported() -> None:
     """Combinations LiteRT refuses (or computes wrongly: it reads an int16 PRELU alpha as int8 bytes)."""
     q = quantization(0.05, 3)
     cases = [
-        (unary_model("ABS", (4,), np.uint8, q, q), np.ones(4, np.uint8)),
-        (unary_model("SQUARE", (4,), np.int8, q, q), np.ones(4, np.int8)),
+        (unary_model("ABS", (4,), np.uint8, q, q), np.ones(4, np.uint8), r"ABS\): type uint8"),
+        (unary_model("SQUARE", (4,), np.int8, q, q), np.ones(4, np.int8), r"SQUARE\): type int8"),
         (single_op("PRELU", [{"shape": (4,), "dtype": np.int16, "quant": quantization(0.01)},
                              {"data": np.ones(4, np.int16), "dtype": np.int16, "quant": quantization(0.01)}],
-                   [{"shape": (4,), "dtype": np.int16, "quant": quantization(0.01)}]), np.ones(4, np.int16)),
+                   [{"shape": (4,), "dtype": np.int16, "quant": quantization(0.01)}]), np.ones(4, np.int16),
+         r"PRELU\): alpha type int16"),
     ]
-    for model, x in cases:
-        with pytest.raises(UnsupportedError, match="node 0"):
+    for model, x, message in cases:
+        with pytest.raises(UnsupportedError, match=r"node 0 \(" + message):
             run_teflon(model, [x])

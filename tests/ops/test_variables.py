@@ -218,7 +218,7 @@ def test_read_before_assign_fails_like_litert():
         lite.invoke()
     ours = teflon_py.Interpreter(model_content=model)
     ours.allocate_tensors()
-    with pytest.raises(TeflonError, match="read before any ASSIGN_VARIABLE"):
+    with pytest.raises(TeflonError, match=r"node 1 \(READ_VARIABLE\): resource variable 0 is read before any ASSIGN_VARIABLE"):
         ours.invoke()
 
 

@@ -149,6 +149,10 @@ class ResidualAdd:
     hi: int
 
 
+#: ``qconv.cl``'s inner loops, as its ``qconv_variant`` kernel numbers them
+QCONV_VARIANTS = ("int16 weights", "portable", "vnni")
+
+
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
                bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None) -> KernelSpec:
     """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64); with
@@ -195,6 +199,7 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
         args=("input", "weights", "bias", *requant.args, "zpad", "output", *extra, *args),
         constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
+        variants=QCONV_VARIANTS,
     )
 
 

@@ -83,6 +83,9 @@ class KernelSpec:
     entry: str = ""
     out_shape: tuple[int, ...] = ()
     meta: Mapping[str, int] = field(default_factory=dict)  # sizes other specs derive from this one
+    #: a machine-dependent kernel's variants: the program's ``<name>_variant`` kernel writes the
+    #: index of the one that compiled, which the partition's stats report (``compiled.py``)
+    variants: tuple[str, ...] = ()
 
     @property
     def function(self) -> str:
@@ -125,6 +128,18 @@ def clamp_of(activation: ir.Activation | int | Clamp) -> Clamp:
         return (float(lo), float(hi))
     lo, hi = quant.activation_range(activation, np.dtype(np.float32))
     return (float(lo), float(hi))
+
+
+#: float32's largest finite value: TFLite's CalculateActivationRange bound for an unbounded side
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def fused_clamp(activation: ir.Activation | int | FusedActivation) -> Clamp:
+    """The clamp LiteRT's float kernels apply for an op's fused activation: its bounds, with an
+    unbounded side at -FLT_MAX / FLT_MAX (CalculateActivationRange), so such an op turns
+    infinities into the largest finite floats even with no activation; NaN passes the compares."""
+    lo, hi = clamp_of(activation)
+    return (max(lo, -FLT_MAX), min(hi, FLT_MAX))
 
 
 def scalars(**values: float) -> dict[str, np.int32 | np.float32]:

@@ -48,6 +48,15 @@ def applied() -> str | None:
     return _state.get("cpu")
 
 
+def target_features() -> set[str]:
+    """The /proc/cpuinfo flags PoCL's kernel compiler may use on this host: those of the LLVM CPU
+    name this process patched in (``ensure``), else the host's own (PoCL targets the host CPU)."""
+    host = _cpu_flags()
+    name = applied()
+    needs = dict(_CPU_CHOICES).get(name) if name is not None else None
+    return set(needs) & host if needs is not None else host
+
+
 def best_cpu_name(flags: set[str]) -> str:
     """The richest LLVM 14 CPU name whose instruction set is within ``flags``."""
     return next(name for name, needs in _CPU_CHOICES if needs <= flags)
