@@ -15,11 +15,12 @@
 //     other devices unpack the quads with shuffles.
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
 // Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with
-// REQ_DOUBLE, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel).
+// REQ_DOUBLE, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel), or, with
+// REQ_FLOAT, XNNPACK's float32 rule (q_requantize_float16 in quant.cl).
 // RESID: a residual ADD folded in: after the conv's own clamp, TFLite's quantized ADD of the
 // conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2)
 // << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_DOUBLE] [RESID] [QCONV_PORTABLE: the
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_DOUBLE|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
@@ -110,8 +111,10 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
 
 __kernel void qconv(__global const XT* restrict in, __global const WT* restrict w,
                     __global const int* restrict bias,
-#ifdef REQ_DOUBLE
+#if defined(REQ_DOUBLE)
                     __global const double* restrict scale,
+#elif defined(REQ_FLOAT)
+                    __global const float* restrict scale32,
 #else
                     __global const int* restrict mult, __global const int* restrict lshift,
                     __global const int* restrict rshift,
@@ -211,7 +214,9 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
   for (int j = 0; j < NV; j++) {
     const int oc0 = ocb * OCB + j * 16;
     if (oc0 >= OC) break;
-#ifndef REQ_DOUBLE
+#if defined(REQ_FLOAT)
+    const f16v fs = LOADF16(scale32 + oc0);
+#elif !defined(REQ_DOUBLE)
     const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
 #endif
 #pragma unroll
@@ -221,9 +226,13 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
 #ifdef REQ_DOUBLE
       for (int l = 0; l < 16 && oc0 + l < OC; l++) o[l] = (XT)q_requantize_double(acc[p][j][l], scale[oc0 + l], out_zp, lo, hi);
 #else
+#ifdef REQ_FLOAT
+      i16v v = q_requantize_float16(acc[p][j], fs, out_zp, lo, hi);
+#else
       i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
       v = v < lo ? (i16v)(lo) : v;
       v = v > hi ? (i16v)(hi) : v;
+#endif
 #ifdef RESID
       {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
         const __global uchar* rp = res + (p0 + p) * YS + yoff + oc0;

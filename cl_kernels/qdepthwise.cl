@@ -25,8 +25,13 @@ inline i16v load_channels(const __global XT* px, int oc0, int C, int DM, int OC,
 }
 
 __kernel void qdepthwise(__global const XT* restrict in, __global const int* restrict w,
-                         __global const int* restrict bias, __global const int* restrict mult,
+                         __global const int* restrict bias,
+#ifdef REQ_FLOAT
+                         __global const float* restrict scale32,
+#else
+                         __global const int* restrict mult,
                          __global const int* restrict lshift, __global const int* restrict rshift,
+#endif
                          __global XT* restrict out, const int IH, const int IW, const int C,
                          const int DM, const int OC, const int OH, const int OW, const int KH,
                          const int SH, const int DH, const int PT, const int PL, const int in_zp,
@@ -60,14 +65,22 @@ __kernel void qdepthwise(__global const XT* restrict in, __global const int* res
       for (int p = 0; p < PW; p++) acc[p] = x[p * SW + kw * DW] * wv + acc[p];
     }
   }
+#ifdef REQ_FLOAT
+  const f16v fs = LOADF16(scale32 + oc0);
+#else
   const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
+#endif
   __global XT* o = out + (row * OW + ow0) * OC + oc0;
 #pragma unroll
   for (int p = 0; p < PW; p++) {
     if (ow0 + p < OW) {
+#ifdef REQ_FLOAT
+      i16v v = q_requantize_float16(acc[p], fs, out_zp, lo, hi);
+#else
       i16v v = q_mbqm16(acc[p], m, l, r) + out_zp;
       v = v < lo ? (i16v)(lo) : v;
       v = v > hi ? (i16v)(hi) : v;
+#endif
       if (oc0 + 16 <= OC) {
         *(__global c16u*)(o + p * OC) = __builtin_convertvector(v, c16u);
       } else {

@@ -74,7 +74,11 @@ __kernel void qmean(__global const uchar* restrict in, __global uchar* restrict 
                     const int ks1, const int ks2, const int ks3, const int r0, const int r1,
                     const int r2, const int r3, const int rs0, const int rs1, const int rs2,
                     const int rs3, const int count, const int in_zp, const int m, const int shift,
-                    const int out_zp, const int qmin, const int qmax, const int flip) {
+                    const int out_zp, const int qmin, const int qmax, const int flip
+#ifdef REQ_FLOAT
+                    , const float scale32
+#endif
+                    ) {
   const int o0 = get_global_id(0) * opi;
   const int o1 = o0 + opi < n_out ? o0 + opi : n_out;
   for (int o = o0; o < o1; o++) {
@@ -89,8 +93,12 @@ __kernel void qmean(__global const uchar* restrict in, __global uchar* restrict 
         for (int c = 0; c < r2; c++)
           for (int d = 0; d < r3; d++) sum += (uint)((int)(p[a * rs0 + b * rs1 + c * rs2 + d * rs3] ^ flip) - flip);
     const int shifted = (int)(sum - (uint)in_zp * (uint)count);
+#ifdef REQ_FLOAT
+    const int v = q_requantize_float16((i16v)(shifted), (f16v)(scale32), out_zp, qmin, qmax)[0];
+#else
     int v = q_mbqm(shifted, m, shift) + out_zp;
     v = v < qmin ? qmin : (v > qmax ? qmax : v);
+#endif
     out[o] = (uchar)v;
   }
 }

@@ -11,6 +11,24 @@ typedef int i16v __attribute__((ext_vector_type(16)));
 typedef uint u16v __attribute__((ext_vector_type(16)));
 typedef long l16v __attribute__((ext_vector_type(16)));
 
+typedef float f16v __attribute__((ext_vector_type(16)));
+typedef float f16u __attribute__((ext_vector_type(16), aligned(4)));
+#define LOADF16(p) (*(const __global f16u*)(p))
+
+// XNNPACK's float32 requantization of 16 int32 accumulators: float(acc) * scale, clamped to
+// [lo - zp, hi - zp], rounded half to even by its magic-bias trick (exact for |y| < 2^22: adding
+// 1.5 * 2^23 leaves the rounded integer in the mantissa), plus the zero point. The C twin of
+// teflon_py.quant.requantize_float32.
+inline i16v q_requantize_float16(i16v acc, f16v scale, int zp, int lo, int hi) {
+  f16v y = __builtin_convertvector(acc, f16v) * scale;
+  const f16v ylo = (f16v)((float)(lo - zp)), yhi = (f16v)((float)(hi - zp));
+  y = y < ylo ? ylo : y;
+  y = y > yhi ? yhi : y;
+  const f16v magic = (f16v)(12582912.0f);
+  const f16v r = (y + magic) - magic;
+  return __builtin_convertvector(r, i16v) + zp;
+}
+
 #define Q_INT32_MIN (-2147483647 - 1)
 #define Q_INT32_MAX 2147483647
 
@@ -115,6 +133,20 @@ inline int q_get_reciprocal(int x, int digits, int* bits_over_unit) {
 
 #ifdef QUANT_CL_TEST
 // Element-wise drivers for tests/test_quant_cl.py (built only there).
+// scale: float32 bit patterns; params: (zero point, lo, hi) at [0], [1], [2]
+__kernel void t_requantize_float16(__global const int* acc, __global const int* scale,
+                                   __global const int* params, __global int* out) {
+  const int i = get_global_id(0) * 16;
+  i16v a;
+  f16v f;
+  for (int l = 0; l < 16; l++) {
+    a[l] = acc[i + l];
+    f[l] = as_float(scale[i + l]);
+  }
+  const i16v r = q_requantize_float16(a, f, params[0], params[1], params[2]);
+  for (int l = 0; l < 16; l++) out[i + l] = r[l];
+}
+
 __kernel void t_srdhm(__global const int* a, __global const int* b, __global int* out) {
   const int i = get_global_id(0);
   out[i] = q_srdhm(a[i], b[i]);

@@ -122,3 +122,20 @@ def test_get_reciprocal(cl_run) -> None:
     want_scale, want_bits = quant.get_reciprocal(x, 12)
     np.testing.assert_array_equal(scale, want_scale)
     np.testing.assert_array_equal(bits, want_bits)
+
+
+@pytest.mark.parametrize(("zero_point", "lo", "hi"), [(0, -128, 127), (-5, -128, 127), (17, -20, 90), (128, 0, 255)])
+def test_requantize_float32(cl_run, zero_point: int, lo: int, hi: int) -> None:
+    """XNNPACK's float32 rule: float(acc) * scale, clamped, halves to even (ties included)."""
+    rng = np.random.default_rng(7)
+    acc = int32s(rng, bits=24)
+    scale = rng.uniform(1e-4, 0.05, N).astype(np.float32)
+    acc[:64] = np.arange(-32, 32) * 2 + 1  # exact halves with scale 0.5
+    scale[:64] = 0.5
+    params = np.zeros(N, np.int64)
+    params[:3] = (zero_point, lo, hi)
+    (ours,) = cl_run("t_requantize_float16", acc, scale.view(np.int32), params, per_item=16)
+    expected = quant.requantize_float32(acc, scale, zero_point, lo, hi, np.int64)
+    np.testing.assert_array_equal(ours, expected)
+    halves = (acc[:64].astype(np.float64) * 0.5)
+    assert np.array_equal(expected[:64] - zero_point, np.clip(np.rint(halves), lo - zero_point, hi - zero_point))

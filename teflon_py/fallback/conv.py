@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from teflon_py import ir, quant
 from teflon_py.fallback.registry import Node, register
 from teflon_py.ops import conv as ops_conv
+from teflon_py.ops.common import Requantization
 
 #: Largest integer every float32 partial sum must stay below for exact accumulation.
 _FLOAT32_EXACT = 1 << 24
@@ -122,11 +123,12 @@ class Plan:
     multiplier: np.ndarray | None = None
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
+    scale32: np.ndarray | None = None  # XNNPACK's float32 rule (``ops.common.Requantization``)
     zero_point: int = 0
 
     @property
     def quantized(self) -> bool:
-        return self.multiplier is not None or self.scale is not None
+        return self.multiplier is not None or self.scale is not None or self.scale32 is not None
 
 
 def check_types(node: Node) -> np.dtype:
@@ -201,7 +203,9 @@ def quantized_plan(
         offset = offset + np.asarray(bias, np.int64).reshape(-1)
     dtype = compute_dtype(bound)
     requant: dict = {}
-    if node.op.opcode == "FULLY_CONNECTED":
+    if getattr(node.attrs, "requantization", Requantization.TFLITE) == Requantization.FLOAT32:
+        requant["scale32"] = quant.float32_output_scales(x, w, out)
+    elif node.op.opcode == "FULLY_CONNECTED":
         requant["scale"] = quant.fully_connected_output_scales(x, w, out)
     else:
         multiplier, shift = quant.conv_output_multipliers(node.op.opcode, x, w, out)
@@ -228,6 +232,8 @@ def epilogue(acc: np.ndarray, plan: Plan) -> np.ndarray:
         return acc.astype(np.float32, copy=False)
     total = acc.astype(np.int64)  # exact: the float accumulators hold integers
     total += plan.offset
+    if plan.scale32 is not None:
+        return quant.requantize_float32(total, plan.scale32, plan.zero_point, plan.lo, plan.hi, plan.out_dtype)
     if plan.scale is not None:
         return quant.requantize_scaled(total, plan.scale, plan.zero_point, plan.lo, plan.hi, plan.out_dtype)
     return quant.requantize(

@@ -27,6 +27,7 @@ import numpy as np
 
 from teflon_py import quant
 from teflon_py.fallback.registry import Node, register
+from teflon_py.ops.common import Requantization
 from teflon_py.ops.reduce import axes_reason, normalize_axes, reduced_shape
 
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
@@ -88,11 +89,15 @@ def mean(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if dtype == np.float32:
         sums = np.cumsum(rows, axis=1, dtype=np.float32)[:, -1]  # sequential float32 accumulation
         return (sums / np.float32(count)).reshape(out_shape)
-    multiplier, shift = node.memo(f"mean{count}", lambda: mean_multiplier(node, count))
     sums = quant.wrap_int(rows.sum(axis=1, dtype=np.int64))
     shifted = quant.wrap_int(sums - node.inputs[0].zero_point * count)
-    y = quant.multiply_by_quantized_multiplier(shifted, multiplier, shift) + node.outputs[0].zero_point
     qmin, qmax = quant.QRANGE[dtype]
+    if node.attrs.requantization == Requantization.FLOAT32:  # XNNPACK's global average pooling
+        scale = quant.float32_mean_scale(node.inputs[0].scale, node.outputs[0].scale, count)
+        return quant.requantize_float32(shifted, scale, node.outputs[0].zero_point, qmin, qmax,
+                                        dtype).reshape(out_shape)
+    multiplier, shift = node.memo(f"mean{count}", lambda: mean_multiplier(node, count))
+    y = quant.multiply_by_quantized_multiplier(shifted, multiplier, shift) + node.outputs[0].zero_point
     return np.clip(y, qmin, qmax).astype(dtype).reshape(out_shape)
 
 

@@ -84,6 +84,16 @@ class FusedActivation:
 NO_ACTIVATION = FusedActivation()
 
 
+class Requantization(enum.Enum):
+    """How a quantized convolution or fully connected layer turns its int32 accumulators into
+    8-bit outputs: TFLite's rule (fixed-point multipliers; FULLY_CONNECTED's float64 scale), or
+    XNNPACK's (``float32(acc) * float32(in_scale * w_scale / out_scale)``, clamped, rounded half
+    to even), which ExecuTorch's XNNPACK programs compute."""
+
+    TFLITE = "tflite"
+    FLOAT32 = "float32"
+
+
 @dataclass(frozen=True)
 class Padding:
     """Padding of the spatial axes: explicit ``(before, after)`` per axis, or ``same``:

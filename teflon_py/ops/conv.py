@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.ops.common import NO_ACTIVATION, Act, FusedActivation, Padding, Window1D, window
+from teflon_py.ops.common import (
+    NO_ACTIVATION,
+    Act,
+    FusedActivation,
+    Padding,
+    Requantization,
+    Window1D,
+    window,
+)
 from teflon_py.ops.registry import Inputs, Meta, define
 
 #: Fused activations LiteRT's convolutions apply (a clamp).
@@ -26,6 +34,7 @@ class ConvAttrs:
     dilations: tuple[int, int] = (1, 1)
     activation: FusedActivation = NO_ACTIVATION
     quantized_bias_type: int = 0
+    requantization: Requantization = Requantization.TFLITE
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class DepthwiseConvAttrs:
     dilations: tuple[int, int] = (1, 1)
     depth_multiplier: int = 0
     activation: FusedActivation = NO_ACTIVATION
+    requantization: Requantization = Requantization.TFLITE
 
 
 def windows(attrs: ConvAttrs | DepthwiseConvAttrs, height: int, width: int, kh: int,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.ops.common import Requantization
 from teflon_py.ops.registry import Inputs, Meta, define
 
 REDUCTIONS = ("MEAN", "SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_ANY", "REDUCE_ALL")
@@ -20,10 +21,12 @@ REDUCTIONS = ("MEAN", "SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_
 
 @dataclass(frozen=True)
 class ReduceAttrs:
-    """A reduction: its axes (None: a runtime tensor) and whether they stay as size-1 dims."""
+    """A reduction: its axes (None: a runtime tensor) and whether they stay as size-1 dims; a
+    quantized MEAN's requantization rule (XNNPACK's global average pooling: float32)."""
 
     axes: tuple[int, ...] | None = None
     keep_dims: bool = False
+    requantization: Requantization = Requantization.TFLITE
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,28 @@ def requantize_scaled(acc: np.ndarray, scale: np.ndarray | float, zero_point: in
     return y.astype(dtype)
 
 
+def float32_output_scales(input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> np.ndarray:
+    """float32 scale(s), one per weight scale, of XNNPACK's requantization:
+    ``in_scale * w_scale / out_scale`` in float32, left to right."""
+    w_scales = np.asarray(weight.quantization.scale, np.float32)
+    return (np.float32(input.scale) * w_scales / np.float32(output.scale)).astype(np.float32)
+
+
+def float32_mean_scale(input_scale: float, output_scale: float, count: int) -> np.float32:
+    """XNNPACK's quantized mean (global average pooling) scale: ``in_scale / (out_scale * count)``
+    in float32."""
+    return np.float32(np.float32(input_scale) / (np.float32(output_scale) * np.float32(count)))
+
+
+def requantize_float32(acc: np.ndarray, scale: np.ndarray | float, zero_point: int, lo: int, hi: int,
+                       dtype: np.dtype) -> np.ndarray:
+    """int32 accumulators -> ``dtype`` as XNNPACK's fp32 requantization: ``float32(acc) * scale``,
+    clamped to [lo - zero point, hi - zero point], rounded half to even, + zero point."""
+    y = np.asarray(acc, np.int64).astype(np.int32).astype(np.float32) * np.asarray(scale, np.float32)
+    y = np.clip(y, np.float32(lo - zero_point), np.float32(hi - zero_point))
+    return (np.rint(y).astype(np.int64) + zero_point).astype(dtype)
+
+
 def requantize(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
                lo: int, hi: int, dtype: np.dtype) -> np.ndarray:
     """int32 accumulators -> ``dtype``: MultiplyByQuantizedMultiplier, + zero point, clamp to [lo, hi].

@@ -17,7 +17,7 @@ from teflon_py import ir, quant
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec, Pads
-from teflon_py.ops.common import FusedActivation, Padding
+from teflon_py.ops.common import FusedActivation, Padding, Requantization
 
 #: Pixels per work-item for each number of 16-channel int32 vectors (the float kernels' budget).
 TILE_PIXELS = {4: 6, 3: 8, 2: 12, 1: 14}
@@ -36,9 +36,14 @@ class Requant:
     multiplier: np.ndarray | None = None
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
+    scale32: np.ndarray | None = None  # XNNPACK's float32 rule (``ops.common.Requantization``)
 
     def constants(self, channels: int, padded: int) -> dict[str, np.ndarray]:
         """The per-channel arrays the epilogue reads, zero-padded to ``padded`` channels."""
+        if self.scale32 is not None:
+            scale32 = np.zeros(padded, np.float32)
+            scale32[:channels] = np.broadcast_to(np.asarray(self.scale32, np.float32).reshape(-1), (channels,))
+            return {"scale32": scale32}
         if self.scale is not None:
             scale = np.zeros(padded, np.float64)
             scale[:channels] = np.broadcast_to(np.asarray(self.scale, np.float64).reshape(-1), (channels,))
@@ -54,7 +59,16 @@ class Requant:
 
     @property
     def args(self) -> tuple[str, ...]:
+        if self.scale32 is not None:
+            return ("scale32",)
         return ("scale",) if self.scale is not None else ("mult", "lshift", "rshift")
+
+    @property
+    def defines(self) -> dict[str, bool]:
+        """The kernels' macro for the float epilogues (fixed point needs none)."""
+        if self.scale32 is not None:
+            return {"REQ_FLOAT": True}
+        return {"REQ_DOUBLE": True} if self.scale is not None else {}
 
     def channels(self, start: int, stop: int) -> Requant:
         """The requantization of output channels [start, stop) (one group of a grouped conv)."""
@@ -62,7 +76,7 @@ class Requant:
             return a if a is None or np.size(a) == 1 else np.asarray(a).reshape(-1)[start:stop]
 
         return Requant(self.zero_point, self.lo, self.hi, part(self.multiplier), part(self.shift),
-                       part(self.scale))
+                       part(self.scale), part(self.scale32))
 
 
 def flip(dtype: np.dtype) -> int:
@@ -86,9 +100,12 @@ def clamp_range(act: ir.Activation | int | FusedActivation, t: ir.Tensor) -> tup
 
 
 def conv_requant(graph: ir.Graph, op: ir.Operation, act: ir.Activation | int | FusedActivation) -> Requant:
-    """The epilogue of a CONV_2D / DEPTHWISE_CONV_2D (fixed point) or FULLY_CONNECTED (double)."""
+    """The epilogue of a CONV_2D / DEPTHWISE_CONV_2D (fixed point) or FULLY_CONNECTED (double), or
+    of any of them under XNNPACK's float32 rule."""
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     lo, hi = clamp_range(act, y)
+    if getattr(op.attrs, "requantization", Requantization.TFLITE) == Requantization.FLOAT32:
+        return Requant(y.zero_point, lo, hi, scale32=quant.float32_output_scales(x, w, y))
     if op.name == "FULLY_CONNECTED":
         return Requant(y.zero_point, lo, hi, scale=quant.fully_connected_output_scales(x, w, y))
     multiplier, shift = quant.conv_output_multipliers(op.name, x, w, y)
@@ -171,8 +188,7 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                   "WT": "char" if w8 else "short", "NV": nv, "PW": pw}
     if w8:
         defines["W8"] = True
-    if requant.scale is not None:
-        defines["REQ_DOUBLE"] = True
+    defines.update(requant.defines)
     args = kernels.scalars(IH=g.ih, IW=g.iw, IC=ic, XS=g.xs, xoff=g.xoff, OH=wh.out, OW=ww.out, OC=oc,
                            YS=g.ys, yoff=g.yoff, KH=kh, KW=kw, SH=g.stride[0], SW=g.stride[1],
                            DH=g.dilation[0], DW=g.dilation[1], PT=wh.pad, PL=ww.pad, NPIX=npix,
@@ -185,8 +201,8 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                  **requant.constants(oc, ocp)}
     extra: tuple[str, ...] = ()
     if residual is not None:
-        if not w8 or requant.scale is not None:
-            raise ValueError("a residual ADD folds only into a conv with int8 weights")
+        if not w8 or requant.scale is not None or requant.scale32 is not None:
+            raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
         defines["RESID"] = True
         (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
         rargs = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
@@ -237,6 +253,9 @@ def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, inp
     defines = {"XT": CL_TYPES[np.dtype(dtype)], "PW": pw, "KW": kw, "SW": stride[1], "DW": dilation[1]}
     if depth_multiplier == 1:
         defines["DM1"] = True
+    if requant.scale is not None:
+        raise ValueError("qdepthwise requantizes by fixed point or XNNPACK's float32 rule")
+    defines.update(requant.defines)
     args = kernels.scalars(IH=ih, IW=iw, C=c, DM=depth_multiplier, OC=oc, OH=wh.out, OW=ww.out, KH=kh,
                            SH=stride[0], DH=dilation[0], PT=wh.pad, PL=ww.pad,
                            in_zp=input_zero_point, out_zp=requant.zero_point, lo=requant.lo, hi=requant.hi)

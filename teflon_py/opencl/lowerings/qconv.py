@@ -19,7 +19,7 @@ from teflon_py.opencl.kernels.qspecs import ConvGeometry
 from teflon_py.opencl.lowerings.conv import check_conv_2d, check_depthwise_conv_2d
 from teflon_py.opencl.lowerings.matmul import check_fully_connected
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
-from teflon_py.ops.common import Padding
+from teflon_py.ops.common import Padding, Requantization
 from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
 from teflon_py.ops.matmul import FullyConnectedAttrs
 
@@ -88,6 +88,8 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
         return "only int8 CONV_2D takes a residual ADD"
     if w.shape[3] != x.shape[3]:
         return "grouped convolution"
+    if conv.attrs.requantization != Requantization.TFLITE:
+        return "the conv requantizes by XNNPACK's float32 rule; the folded ADD assumes fixed point"
     if conv.outputs[0] not in add.inputs[:2] or any(graph.tensors[t].dtype != np.int8 for t in add.inputs):
         return "the ADD does not read the conv's output alongside another int8 tensor"
     from teflon_py.opencl.lowerings import qelementwise as ops_qelementwise

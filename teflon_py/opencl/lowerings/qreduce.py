@@ -17,6 +17,7 @@ from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.lowerings import pool as float_pool
 from teflon_py.opencl.lowerings import reduce as float_reduce
 from teflon_py.opencl.registry import OpEmit, register
+from teflon_py.ops.common import Requantization
 from teflon_py.ops.normalization import SoftmaxAttrs, softmax_scaling
 from teflon_py.ops.pool import PoolAttrs, geometry
 from teflon_py.ops.reduce import ReduceAttrs
@@ -60,15 +61,23 @@ def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     red = [(1, 0)] * (4 - len(axes)) + [ds for i, ds in enumerate(dims) if i in axes]
     n_out = int(np.prod([d for d, _ in kept]))
     count = int(np.prod([d for d, _ in red]))
-    m, shift = fallback_reduce.mean_multiplier(Node.of(graph, op), count)
     qmin, qmax = quant.QRANGE[np.dtype(yt.dtype)]
+    defines: dict = {}
+    if attrs.requantization == Requantization.FLOAT32:  # XNNPACK's rule: a float scale, no m/shift
+        defines["REQ_FLOAT"] = True
+        m, shift = 0, 0
+        requant = {"scale32": float(quant.float32_mean_scale(xt.scale, yt.scale, count))}
+    else:
+        m, shift = fallback_reduce.mean_multiplier(Node.of(graph, op), count)
+        requant = {}
     opi = max(1, min(64, 4096 // max(count, 1)))
     args = kernels.scalars(n_out=n_out, opi=opi, k1=kept[1][0], k2=kept[2][0], k3=kept[3][0],
                            **{f"ks{i}": s for i, (_, s) in enumerate(kept)},
                            **{f"r{i}": d for i, (d, _) in enumerate(red)},
                            **{f"rs{i}": s for i, (_, s) in enumerate(red)}, count=count, in_zp=xt.zero_point,
-                           m=m, shift=shift, out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype))
-    spec = KernelSpec(files=FILES, name="qmean", defines={}, global_size=(-(-n_out // opi),), local_size=(1,),
+                           m=m, shift=shift, out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype),
+                           **requant)
+    spec = KernelSpec(files=FILES, name="qmean", defines=defines, global_size=(-(-n_out // opi),), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
     qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
 
