@@ -58,7 +58,7 @@ def _header(data: bytes) -> tuple[int, int, int, int]:
 
 def test_extended_header_checks() -> None:
     data = bytearray(seed("conv2d"))
-    length, program_size, base, size = _header(data)
+    size = _header(data)[3]
     bad = bytearray(data)
     struct.pack_into("<I", bad, 12, 8)
     assert_error(bytes(bad), "extended header length 8")
@@ -68,12 +68,6 @@ def test_extended_header_checks() -> None:
     bad = bytearray(data)
     struct.pack_into("<Q", bad, 32, size + 4096)
     assert_error(bytes(bad), "segment data")
-
-
-def _named_payload_fields(data: bytes) -> dict:
-    """Where the fixture's pieces are, read with our own reader (for targeted corruption)."""
-    program = read_program(data)
-    return {"program": program}
 
 
 def test_named_data_key_missing() -> None:

@@ -15,7 +15,7 @@ from teflon_py.tflite.schema import fb
 PACKAGE = Path(teflon_py.__file__).parent
 BUILTINS = set(vars(fb.BuiltinOperator))
 #: ops only another frontend produces (ExecuTorch's XNNPACK qd8): no TFLite operator to translate
-NOT_TFLITE = {"DYNAMIC_QUANTIZE", "DYNAMIC_FULLY_CONNECTED"}
+NOT_TFLITE = {"DYNAMIC_QUANTIZE", "DYNAMIC_FULLY_CONNECTED", "DYNAMIC_CONV_2D"}
 
 
 def test_every_fallback_op_has_attrs_inference_and_translators() -> None:

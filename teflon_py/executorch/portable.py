@@ -100,14 +100,24 @@ def run_kernel(call: KernelCall, spec: Sequence[Value], values: list[Any], label
         raise ModelError(f"{label}: {len(call.args)} arguments cannot hold {len(results)} results")
     outs = call.args[len(call.args) - 1 - len(results):-1]
     for k, (index, result) in enumerate(zip(outs, results)):
-        declared = spec[index].value
-        result = np.asarray(result)
-        if isinstance(declared, TensorValue):
-            if tuple(result.shape) != declared.sizes:
-                raise ModelError(f"{label}: result {k} has shape {list(result.shape)}, the program declares "
-                                 f"{list(declared.sizes)}")
-            result = result.astype(declared.dtype, copy=False)
-        values[index] = np.ascontiguousarray(result)
+        if spec[index].kind == "TensorList":  # an out argument that is a list of tensors
+            items = spec[index].value
+            if not isinstance(result, list) or len(result) != len(items):
+                raise ModelError(f"{label}: result {k} is not the {len(items)} tensors its out list holds")
+            for j, (item, part) in enumerate(zip(items, result)):
+                _store(values, spec, item, part, f"{label}: result {k}[{j}]")
+        else:
+            _store(values, spec, index, result, f"{label}: result {k}")
+
+
+def _store(values: list[Any], spec: Sequence[Value], index: int, result: Any, label: str) -> None:
+    declared = spec[index].value
+    result = np.asarray(result)
+    if isinstance(declared, TensorValue):
+        if tuple(result.shape) != declared.sizes:
+            raise ModelError(f"{label} has shape {list(result.shape)}, the program declares {list(declared.sizes)}")
+        result = result.astype(declared.dtype, copy=False)
+    values[index] = np.ascontiguousarray(result)
 
 
 def _axes(dims: tuple[int, ...], rank: int) -> tuple[int, ...] | None:
@@ -279,3 +289,23 @@ def _softmax(a: Args) -> list[np.ndarray]:
     x, dim = a.tensor(0), int(a.scalar(1))
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return [(e / e.sum(axis=dim, keepdims=True)).astype(x.dtype)]
+
+
+@kernel("aten::split_with_sizes_copy.out", "aten::split_copy.Tensor_out")
+def _split(a: Args) -> list[list[np.ndarray]]:
+    x, dim = a.tensor(0), int(a.scalar(2)) % a.tensor(0).ndim
+    if a.call.operator == "aten::split_copy":
+        step = int(a.scalar(1))
+        sizes = [min(step, x.shape[dim] - s) for s in range(0, x.shape[dim], step)]
+    else:
+        sizes = list(a.ints(1))
+    if sum(sizes) != x.shape[dim]:
+        raise a.error(f"split sizes {sizes} do not add up to dimension {dim} of {list(x.shape)}")
+    return [np.split(x, np.cumsum(sizes)[:-1], axis=dim)]
+
+
+@kernel("aten::cumsum.out")
+def _cumsum(a: Args) -> list[np.ndarray]:
+    x = a.tensor(0)
+    dtype = a.dtype(2) or x.dtype
+    return [np.cumsum(x, axis=int(a.scalar(1)) % max(x.ndim, 1), dtype=dtype)]

@@ -59,6 +59,9 @@ class TensorValue:
     dtype: np.dtype
     sizes: tuple[int, ...]
     data: np.ndarray | None = None
+    #: the order of the dimensions in memory, outermost first (``(0, 2, 3, 1)``: channels last);
+    #: ``sizes`` and values are logical (NCHW), a delegate payload sees the memory order
+    dim_order: tuple[int, ...] = ()
 
     @property
     def is_constant(self) -> bool:
@@ -377,12 +380,15 @@ class _Reader:
         if info is not None and info.Location() == pte.TensorDataLocation.EXTERNAL:
             raise UnsupportedError(f"{self.source}: {what}: tensor data in an external file (.ptd) is not "
                                    "supported")
-        if t.DimOrderLength() and [t.DimOrder(i) for i in range(t.DimOrderLength())] != list(range(len(sizes))):
-            raise self.fail(f"{what}: tensor dim_order {[t.DimOrder(i) for i in range(t.DimOrderLength())]} "
-                            "is not contiguous; teflon-py reads contiguous tensors only")
+        dim_order = tuple(int(t.DimOrder(i)) for i in range(t.DimOrderLength()))
+        if dim_order and sorted(dim_order) != list(range(len(sizes))):
+            raise self.fail(f"{what}: tensor dim_order {list(dim_order)} is not a permutation of its "
+                            f"{len(sizes)} dimensions")
+        if dim_order == tuple(range(len(sizes))):
+            dim_order = ()
         k = t.DataBufferIdx()
         if k == 0:
-            return TensorValue(dtype, sizes)
+            return TensorValue(dtype, sizes, None, dim_order)
         if k >= len(constants) or constants[k] is None:
             raise self.fail(f"{what}: constant data index {k} is out of range ({len(constants)} constants)")
         nbytes = int(np.prod(sizes, dtype=np.int64)) * dtype.itemsize
@@ -390,5 +396,8 @@ class _Reader:
         if len(raw) < nbytes:
             raise self.fail(f"{what}: constant {k} holds {len(raw)} bytes, the tensor {list(sizes)} "
                             f"{dtype} needs {nbytes}")
-        data = np.frombuffer(raw[:nbytes], dtype).reshape(sizes)
-        return TensorValue(dtype, sizes, data)
+        physical = tuple(sizes[d] for d in dim_order) if dim_order else sizes
+        data = np.frombuffer(raw[:nbytes], dtype).reshape(physical)
+        if dim_order:
+            data = data.transpose(np.argsort(dim_order))  # the logical view of the stored bytes
+        return TensorValue(dtype, sizes, data, dim_order)

@@ -43,6 +43,27 @@ class TensorInfo:
         return self.shape
 
 
+@dataclass(frozen=True)
+class MethodMeta:
+    """``method.metadata``, as ``executorch.runtime``'s MethodMeta."""
+
+    name: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+
+    def num_inputs(self) -> int:
+        return len(self.inputs)
+
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def input_tensor_meta(self, index: int) -> TensorInfo:
+        return self.inputs[index]
+
+    def output_tensor_meta(self, index: int) -> TensorInfo:
+        return self.outputs[index]
+
+
 class Runtime:
     """The entry point, as ``executorch.runtime.Runtime``: ``Runtime.get().load_program(...)``."""
 
@@ -148,6 +169,10 @@ class Method:
     def outputs(self) -> list[TensorInfo]:
         return [self._info(i) for i in self.plan.outputs]
 
+    @property
+    def metadata(self) -> MethodMeta:
+        return MethodMeta(self.name, tuple(self.inputs), tuple(self.outputs))
+
     def node_placements(self) -> list[tuple[str, ir.Graph, ir.Operation, Placement]]:
         """Per op of every delegate graph, in chain order: (label naming the delegate call and
         its xnode, the op-layer graph, the op, where it runs and why)."""
@@ -207,8 +232,15 @@ class Method:
             if x.dtype != tensor.dtype:
                 raise ModelError(f"{step.label}: argument {j} is {x.dtype}, the payload's {tensor.name} "
                                  f"is {tensor.dtype}")
-            ex.values[t] = x.reshape(tensor.shape)
+            order = self.plan.values[args[j]].value.dim_order
+            memory = x.transpose(order) if order else x  # the payload sees the memory order
+            ex.values[t] = np.ascontiguousarray(memory).reshape(tensor.shape)
         ex.run()
         for t, j in zip(graph.outputs, step.graph.output_args):
             spec = self.plan.values[args[j]].value
-            values[args[j]] = np.ascontiguousarray(ex.values[t]).reshape(spec.sizes)
+            order = spec.dim_order
+            if order:
+                physical = np.asarray(ex.values[t]).reshape([spec.sizes[d] for d in order])
+                values[args[j]] = np.ascontiguousarray(physical.transpose(np.argsort(order)))
+            else:
+                values[args[j]] = np.ascontiguousarray(ex.values[t]).reshape(spec.sizes)

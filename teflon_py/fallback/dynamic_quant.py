@@ -1,12 +1,13 @@
-"""DYNAMIC_QUANTIZE and DYNAMIC_FULLY_CONNECTED: per-row run-time int8 quantization and the
-fully connected layer over it (XNNPACK's qd8 path). Exact integer accumulation, then
-``acc * row_scale * weight_scale[unit] + bias`` in float32."""
+"""DYNAMIC_QUANTIZE, DYNAMIC_FULLY_CONNECTED and DYNAMIC_CONV_2D: per-row run-time int8
+quantization and the layers over it (XNNPACK's qd8 path). Exact integer accumulation, then
+``acc * row_scale * weight_scale[channel] + bias`` in float32."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
 
+from teflon_py.fallback.conv import im2col, pad_input, window
 from teflon_py.fallback.registry import Node, register
 from teflon_py.ops import matmul as ops_matmul
 from teflon_py.quant import dynamic
@@ -37,3 +38,31 @@ def dynamic_fully_connected(node: Node, inputs: Sequence[np.ndarray | None]) -> 
     lo, hi = act.range(np.float32)
     out = np.clip(out, lo, hi).astype(np.float32)
     return out.reshape(ops_matmul.fc_output_shape(node.attrs, q.shape, w.shape))
+
+
+def _finish(node: Node, acc: np.ndarray, row_scale: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """float32(acc) * row scale * weight scale (+ bias), clamped: acc's last axis is channels."""
+    wt = node.inputs[2]
+    w_scale = np.broadcast_to(wt.quantization.scale.astype(np.float32), (acc.shape[-1],))
+    out = acc.astype(np.float32) * row_scale * w_scale
+    if bias is not None:
+        out = out + bias.astype(np.float32)
+    lo, hi = node.attrs.activation.range(np.float32)
+    return np.clip(out, lo, hi).astype(np.float32)
+
+
+@register("DYNAMIC_CONV_2D")
+def dynamic_conv_2d(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
+    q, params, w, bias = inputs[0], inputs[1], inputs[2], inputs[3] if len(inputs) > 3 else None
+    n, h, wd, c = q.shape
+    o, kh, kw, cg = w.shape
+    groups = c // cg
+    win = window(node, h, wd, kh, kw)
+    x = q.astype(np.float64) - params[:, 1].astype(np.float64)[:, None, None, None]  # padding reads 0
+    wq = w.astype(np.int64) - node.inputs[2].quantization.zero_point.astype(np.int64).reshape(-1, 1, 1, 1)
+    weights = wq.reshape(groups, o // groups, -1).transpose(0, 2, 1).astype(np.float64)
+    acc = im2col(pad_input(x, win, 0.0), win, np.dtype(np.float64), groups) @ weights  # exact integers
+    acc = acc[0] if groups == 1 else acc.transpose(1, 0, 2).reshape(-1, o)
+    acc = acc.reshape(n, win.oh * win.ow, o).astype(np.int64).astype(np.int32)
+    out = _finish(node, acc, params[:, 0].astype(np.float32)[:, None, None], bias)
+    return out.reshape(n, win.oh, win.ow, o)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from teflon_py.ops.common import NO_ACTIVATION, FusedActivation
+from teflon_py.ops.common import NO_ACTIVATION, FusedActivation, Requantization
+from teflon_py.ops.conv import ConvAttrs, conv_groups_reason, conv_window_reason, windows
 from teflon_py.ops.registry import Inputs, Meta, define
 
 
@@ -24,6 +25,7 @@ class FullyConnectedAttrs:
     keep_num_dims: bool = False
     asymmetric_quantize_inputs: bool = False
     quantized_bias_type: int = 0
+    requantization: Requantization = Requantization.TFLITE
 
 
 @dataclass(frozen=True)
@@ -151,3 +153,24 @@ def infer_dynamic_fully_connected(attrs: FullyConnectedAttrs, ins: Inputs) -> li
     if b is not None and tuple(b.shape) != (w.shape[0],):
         raise ins.error(f"bias must be [{w.shape[0]}], got {list(b.shape)}")
     return [Meta(fc_output_shape(attrs, tuple(q.shape), tuple(w.shape)), np.dtype(np.float32))]
+
+
+@define("DYNAMIC_CONV_2D", attrs=ConvAttrs)
+def infer_dynamic_conv_2d(attrs: ConvAttrs, ins: Inputs) -> list[Meta]:
+    """CONV_2D over a DYNAMIC_QUANTIZE'd NHWC input (one row per image: [batch, 2] parameters):
+    (int8 values, parameters, int8 [O, KH, KW, C/G] filter quantized per tensor or per output
+    channel, optional float32 bias) -> float32."""
+    q, params, w = ins[0], ins[1], ins[2]
+    if q is None or params is None or w is None:
+        raise ins.error("values, their parameters and filter are required")
+    if np.dtype(q.dtype) != np.int8 or np.dtype(w.dtype) != np.int8 or w.quantization is None:
+        raise ins.error("takes int8 values and a quantized int8 filter")
+    reason = conv_groups_reason(tuple(q.shape), tuple(w.shape))
+    reason = reason or conv_window_reason(attrs, q.shape[1], q.shape[2], w.shape[1], w.shape[2])
+    if reason:
+        raise ins.error(reason)
+    if tuple(params.shape) != (q.shape[0], 2):
+        raise ins.error(f"parameters must be [{q.shape[0]}, 2] (one scale and zero point per image), "
+                        f"got {list(params.shape)}")
+    wh, ww = windows(attrs, q.shape[1], q.shape[2], w.shape[1], w.shape[2])
+    return [Meta((q.shape[0], wh.out, ww.out, w.shape[0]), np.dtype(np.float32))]

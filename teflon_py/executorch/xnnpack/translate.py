@@ -6,7 +6,8 @@ depthwise filters ``[1, KH, KW, C]``, fully connected weights ``[O, I]``. What d
 out here: explicit per-side padding (or ``TENSORFLOW_SAME_PADDING``), ``output_min_max`` as a fused
 clamp (an explicit MAXIMUM/MINIMUM pair where the op fuses none), static shapes and permutations
 as attributes that become constant operands, and quantization per datatype (``qint8`` per tensor,
-``qcint8``/``qcint32`` per channel). Each XNode type has one translator in ``TRANSLATORS``; a type
+``qcint8``/``qcint32`` per channel; convolutions and fully connected layers requantize by
+XNNPACK's float32 rule, ``ops.common.Requantization.FLOAT32``). Each XNode type has one translator in ``TRANSLATORS``; a type
 without one is an ``UnsupportedError`` naming the node.
 """
 from __future__ import annotations
@@ -28,6 +29,9 @@ FLAG_TENSORFLOW_SAME_PADDING = 0x4
 FLAG_TENSORFLOW_LEGACY_MODE = 0x4  # resize: no half-pixel centres
 FLAG_ALIGN_CORNERS = 0x8
 FLAG_KEEP_DIMS = 0x40
+
+#: quantized convolutions and fully connected layers requantize as XNNPACK does (float32)
+XNNPACK_RULE = ops.common.Requantization.FLOAT32
 
 #: datatype -> (NumPy dtype of the op layer's tensor, quantized?)
 DTYPES = {
@@ -265,9 +269,13 @@ def _conv(b: _Builder, n: XNode) -> None:
                        b.tensor(f["output_id"]))
     if f["adjustment_height"] or f["adjustment_width"]:
         raise b.fail("a convolution with output adjustment")
-    b.op("CONV_2D", [x, w, bias], [out], ops.conv.ConvAttrs(
-        _padding(f, True), (f["subsampling_height"], f["subsampling_width"]),
-        (f["dilation_height"], f["dilation_width"]), b.activation()))
+    attrs = ops.conv.ConvAttrs(_padding(f, True), (f["subsampling_height"], f["subsampling_width"]),
+                               (f["dilation_height"], f["dilation_width"]), b.activation(),
+                               requantization=XNNPACK_RULE)
+    if x in b.dynamic:  # qd8: the input was quantized per image at run time
+        b.op("DYNAMIC_CONV_2D", [x, b.dynamic[x], w, bias], [out], attrs)
+    else:
+        b.op("CONV_2D", [x, w, bias], [out], attrs)
 
 
 def _depthwise(b: _Builder, n: XNode) -> None:
@@ -278,7 +286,8 @@ def _depthwise(b: _Builder, n: XNode) -> None:
         raise b.fail(f"depthwise convolution with {f['group_input_channels']} input channels per group")
     b.op("DEPTHWISE_CONV_2D", [x, w, bias], [out], ops.conv.DepthwiseConvAttrs(
         _padding(f, True), (f["subsampling_height"], f["subsampling_width"]),
-        (f["dilation_height"], f["dilation_width"]), f["group_output_channels"], b.activation()))
+        (f["dilation_height"], f["dilation_width"]), f["group_output_channels"], b.activation(),
+        XNNPACK_RULE))
 
 
 def _deconv(b: _Builder, n: XNode) -> None:
@@ -303,7 +312,8 @@ def _fully_connected(b: _Builder, n: XNode) -> None:
             raise b.unsupported("fully connected with transposed runtime weights")
         w = b.constant(f"{wt.name}_oi", np.ascontiguousarray(wt.data.T), wt.quantization)
     keep = len(b.tensors[out].shape) == len(b.tensors[x].shape)
-    attrs = ops.matmul.FullyConnectedAttrs(activation=b.activation(), keep_num_dims=keep)
+    attrs = ops.matmul.FullyConnectedAttrs(activation=b.activation(), keep_num_dims=keep,
+                                           requantization=XNNPACK_RULE)
     if x in b.dynamic:  # qd8: the input was quantized per row at run time
         b.op("DYNAMIC_FULLY_CONNECTED", [x, b.dynamic[x], w, bias], [out], attrs)
     else:
@@ -334,7 +344,7 @@ def _global_avg_pool(b: _Builder, n: XNode) -> None:
     if len(b.tensors[x].shape) != 4:
         raise b.fail(f"global average pooling of a rank-{len(b.tensors[x].shape)} input")
     b.op("MEAN", [x, b.constant("axes", _i32([1, 2]))], [b.clamp_after(b.tensor(f["output_id"]))],
-         ops.reduce.ReduceAttrs((1, 2), True))
+         ops.reduce.ReduceAttrs((1, 2), True, XNNPACK_RULE))
 
 
 def _softmax(b: _Builder, n: XNode) -> None:
@@ -423,7 +433,9 @@ def _convert(b: _Builder, n: XNode) -> None:
     if b.xg.values[f["output_id"]].datatype == "qdint8":
         quant = b.xg.values[f["output_id"]].quant
         dims = quant.num_nonbatch_dims if quant is not None else 1
-        rows = ops.matmul.dynamic_rows(ops.matmul.DynamicQuantizeAttrs(dims), dst.shape)
+        # XNNPACK gives a qdint8 value its input's shape when it runs, whatever the dims it declares
+        dst.shape = src.shape
+        rows = ops.matmul.dynamic_rows(ops.matmul.DynamicQuantizeAttrs(dims), src.shape)
         params = b.add_tensor(f"{dst.name}_row_params", (rows, 2), np.dtype(np.float32))
         b.dynamic[out] = params
         b.op("DYNAMIC_QUANTIZE", [x], [out, params], ops.matmul.DynamicQuantizeAttrs(dims))
