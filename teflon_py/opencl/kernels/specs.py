@@ -83,6 +83,7 @@ class KernelSpec:
     entry: str = ""
     out_shape: tuple[int, ...] = ()
     meta: Mapping[str, int] = field(default_factory=dict)  # sizes other specs derive from this one
+    options: tuple[str, ...] = ()  # build options beyond the -D macros (e.g. exact float32 division)
 
     @property
     def function(self) -> str:
@@ -93,7 +94,7 @@ class KernelSpec:
         """Build (or fetch) the program, create the kernel once and set every argument."""
         import pyopencl as cl
 
-        program = cache.build(self.files, self.defines)
+        program = cache.build(self.files, self.defines, self.options)
         kernel = cl.Kernel(program, self.function)
         keep = []
         for i, arg in enumerate(self.args):
