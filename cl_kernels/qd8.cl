@@ -33,7 +33,7 @@ __kernel void qd8_quantize(__global const float* restrict x, __global char* rest
   float zero = rint(err_min < err_max ? from_min : from_max);
   zero = zero < -128.0f ? -128.0f : (zero > 127.0f ? 127.0f : zero);
   params[2 * r] = scale;
-  params[2 * r + 1] = zero;
+  params[2 * r + 1] = (float)convert_int(zero);  // through int, as the fallback: -0 becomes 0
   __global char* qr = q + r * depth;
   for (int k = 0; k < depth; k++) {
     float v = rint(xr[k] / scale) + zero;

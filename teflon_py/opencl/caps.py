@@ -28,9 +28,9 @@ class Caps:
     @classmethod
     def of(cls, dev: Any) -> Caps:
         """The capabilities of a ``pyopencl.Device``."""
-        from teflon_py.opencl.runtime.device import device_kind
-
         import pyopencl as cl
+
+        from teflon_py.opencl.runtime.device import device_kind
 
         ext = frozenset(dev.extensions.split())
         fp32 = int(dev.single_fp_config)
