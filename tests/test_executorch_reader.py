@@ -58,7 +58,7 @@ def _header(data: bytes) -> tuple[int, int, int, int]:
 
 def test_extended_header_checks() -> None:
     data = bytearray(seed("conv2d"))
-    length, program_size, base, size = _header(data)
+    _length, _program_size, _base, size = _header(data)
     bad = bytearray(data)
     struct.pack_into("<I", bad, 12, 8)
     assert_error(bytes(bad), "extended header length 8")
