@@ -23,13 +23,20 @@ class Caps:
     #: the kernel compiler targets AVX-512 VNNI (PoCL on such a CPU): int8 convolutions compile
     #: ``qconv.cl``'s vpdpbusd path, else its portable one (partition stats report which compiled)
     vnni: bool = False
+    #: float32 division correctly rounded under -cl-fp32-correctly-rounded-divide-sqrt
+    fp32_correct_divide: bool = True
+    #: float32 subnormals kept (not flushed to zero)
+    fp32_denorms: bool = True
 
     @classmethod
     def of(cls, dev: Any) -> Caps:
         """The capabilities of a ``pyopencl.Device``."""
+        import pyopencl as cl
+
         from teflon_py.opencl.runtime.device import device_kind
 
         ext = frozenset(dev.extensions.split())
+        fp32 = int(dev.single_fp_config)
         return cls(
             name=dev.name.strip(),
             device_type=device_kind(dev),
@@ -41,6 +48,8 @@ class Caps:
             max_alloc=int(dev.max_mem_alloc_size),
             extensions=ext,
             vnni=_compiles_vnni(dev),
+            fp32_correct_divide=bool(fp32 & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
+            fp32_denorms=bool(fp32 & cl.device_fp_config.DENORM),
         )
 
     @property
@@ -52,6 +61,15 @@ class Caps:
         if self.fp64:
             return None
         return f"the OpenCL device {self.name} has no cl_khr_fp64 (double requantization needs it)"
+
+    def exact_fp32_reason(self, divide: bool = False) -> str | None:
+        """Why a kernel that must match NumPy's float32 bit for bit (subnormals kept; with
+        ``divide``, correctly rounded division) cannot run here, or None."""
+        if not self.fp32_denorms:
+            return f"the OpenCL device {self.name} flushes float32 subnormals (bit-exact results need them)"
+        if divide and not self.fp32_correct_divide:
+            return f"the OpenCL device {self.name} has no correctly rounded float32 division"
+        return None
 
 
 def _compiles_vnni(dev: Any) -> bool:

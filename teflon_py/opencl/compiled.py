@@ -397,12 +397,12 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     launches, keep = [], []
     variants: dict[tuple[Any, str], str] = {}  # (program, family) -> the variant it compiled
     templated = [(la.spec.files, la.spec.function) for la in b.launches
-                 if is_template_program(la.spec.files, la.spec.defines)]
+                 if is_template_program(la.spec.files, la.spec.defines) and not la.spec.options]
     merged = merge_template_programs(templated) if templated else ()
     for la in b.launches:
         spec = la.spec
-        files = merged if is_template_program(spec.files, spec.defines) else spec.files
-        program = cache.build(files, spec.defines)
+        files = merged if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
+        program = cache.build(files, spec.defines, spec.options)
         kernel = cl.Kernel(program, spec.function)
         moved = 0  # bytes the arguments span, for the profile's GB/s
         for i, arg in enumerate(spec.args):

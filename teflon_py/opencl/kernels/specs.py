@@ -86,6 +86,7 @@ class KernelSpec:
     #: a machine-dependent kernel's variants: the program's ``<name>_variant`` kernel writes the
     #: index of the one that compiled, which the partition's stats report (``compiled.py``)
     variants: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()  # build options beyond the -D macros (e.g. exact float32 division)
 
     @property
     def function(self) -> str:
@@ -96,7 +97,7 @@ class KernelSpec:
         """Build (or fetch) the program, create the kernel once and set every argument."""
         import pyopencl as cl
 
-        program = cache.build(self.files, self.defines)
+        program = cache.build(self.files, self.defines, self.options)
         kernel = cl.Kernel(program, self.function)
         keep = []
         for i, arg in enumerate(self.args):

@@ -5,6 +5,7 @@ from teflon_py.opencl.lowerings import (  # noqa: F401  (each module registers i
     compare,
     constant,
     conv,
+    dynamic_quant,
     elementwise,
     math,
     matmul,
