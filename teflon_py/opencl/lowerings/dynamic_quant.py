@@ -5,6 +5,8 @@ order with correctly rounded division and subnormals kept (``Caps.exact_fp32_rea
 exact integer accumulator."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from teflon_py import ir
@@ -105,6 +107,10 @@ def dynamic_fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
         defines["HAS_BIAS"] = True
         bindings["bias"] = b
     lo, hi = ctx.clamp()
+    # an XNNPACK layer without output_min_max keeps infinities (its fallback too): the -FLT_MAX /
+    # FLT_MAX that TFLite's rule gives an unbounded side (kernels.fused_clamp) do not apply
+    lo = -math.inf if lo == -kernels.FLT_MAX else lo
+    hi = math.inf if hi == kernels.FLT_MAX else hi
     args = kernels.scalars(rows=rows, depth=depth, units=units, lo=float(lo), hi=float(hi))
     spec = KernelSpec(files=FILES, name="qd8_fc", defines=defines, global_size=(up // 16, -(-rows // mr)),
                       local_size=(1, 1),
