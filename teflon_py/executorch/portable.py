@@ -309,3 +309,74 @@ def _cumsum(a: Args) -> list[np.ndarray]:
     x = a.tensor(0)
     dtype = a.dtype(2) or x.dtype
     return [np.cumsum(x, axis=int(a.scalar(1)) % max(x.ndim, 1), dtype=dtype)]
+
+
+@kernel("dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_order.out")
+def _to_dim_order(a: Args) -> list[np.ndarray]:
+    """A copy into another memory order (and dtype, which ``run_kernel`` casts to): values here
+    are logical arrays, so the copy is the identity."""
+    return [a.tensor(0).copy()]
+
+
+@kernel("aten::_log_softmax.out")
+def _log_softmax(a: Args) -> list[np.ndarray]:
+    x, dim = a.tensor(0), int(a.scalar(1))
+    shifted = x - x.max(axis=dim, keepdims=True)
+    return [(shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))).astype(x.dtype)]
+
+
+@kernel("aten::amax.out", "aten::amin.out")
+def _amax(a: Args) -> list[np.ndarray]:
+    x = a.tensor(0)
+    fn = np.max if a.call.operator == "aten::amax" else np.min
+    return [fn(x, axis=_axes(a.ints(1), x.ndim), keepdims=bool(a.scalar(2)))]
+
+
+@kernel("aten::mm.out", "aten::bmm.out")
+def _mm(a: Args) -> list[np.ndarray]:
+    x, y = a.tensor(0), a.tensor(1)
+    return [np.matmul(x, y, dtype=np.float64).astype(x.dtype) if x.dtype.kind == "f" else np.matmul(x, y)]
+
+
+@kernel("aten::elu.out")
+def _elu(a: Args) -> list[np.ndarray]:
+    x = a.tensor(0)
+    alpha, scale, input_scale = (np.float32(a.scalar(k)) for k in (1, 2, 3))
+    negative = np.expm1(x * input_scale) * alpha * scale
+    return [np.where(x > 0, x * scale, negative).astype(x.dtype)]
+
+
+@kernel("aten::_adaptive_avg_pool2d.out")
+def _adaptive_avg_pool2d(a: Args) -> list[np.ndarray]:
+    """PyTorch's adaptive windows: [floor(i * in / out), ceil((i + 1) * in / out)) per axis."""
+    x = a.tensor(0)
+    oh, ow = a.ints(1)
+    ih, iw = x.shape[-2:]
+    out = np.empty((*x.shape[:-2], oh, ow), x.dtype)
+    for i in range(oh):
+        h0, h1 = (i * ih) // oh, -(-((i + 1) * ih) // oh)
+        for j in range(ow):
+            w0, w1 = (j * iw) // ow, -(-((j + 1) * iw) // ow)
+            out[..., i, j] = x[..., h0:h1, w0:w1].mean(axis=(-2, -1), dtype=np.float64)
+    return [out]
+
+
+@kernel("aten::upsample_nearest2d.vec_out", "aten::upsample_nearest2d.out")
+def _upsample_nearest2d(a: Args) -> list[np.ndarray]:
+    """PyTorch's nearest: source index min(floor(dst * scale), in - 1), scale = 1 / scale factor
+    (or in / out for an output size)."""
+    x = a.tensor(0)
+    ih, iw = x.shape[-2:]
+    size = a.ints(1)
+    factors = a.value(2) if len(a) > 4 else None
+    if size:
+        oh, ow = size
+        scales = (np.float32(ih / oh), np.float32(iw / ow))
+    elif factors:
+        oh, ow = int(ih * factors[0]), int(iw * factors[1])
+        scales = (np.float32(1.0 / factors[0]), np.float32(1.0 / factors[1]))
+    else:
+        raise a.error("neither an output size nor scale factors")
+    rows = np.minimum(np.floor(np.arange(oh, dtype=np.float32) * scales[0]).astype(np.int64), ih - 1)
+    cols = np.minimum(np.floor(np.arange(ow, dtype=np.float32) * scales[1]).astype(np.int64), iw - 1)
+    return [x[..., rows[:, None], cols[None, :]]]
