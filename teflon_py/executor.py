@@ -64,9 +64,9 @@ class Fallback:
     def describe(self) -> str:
         if self.stage == "unavailable":
             return f"{self.delegate} is unavailable, running on NumPy: {self.reason}"
-        what = f"{self.delegate} partition {self.partition} ({len(self.nodes)} nodes)"
+        what = f"{self.delegate} partition {self.partition}"
         if self.stage == "build":
-            return f"{what} failed to build, running it on NumPy: {self.reason}"
+            return f"{what} ({len(self.nodes)} nodes) failed to build, running it on NumPy: {self.reason}"
         return f"{what} failed to run, running it on NumPy from now on: {self.reason}"
 
 
