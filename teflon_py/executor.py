@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -205,6 +207,19 @@ def _resource_ids(model: ir.Model) -> dict[tuple[str, str], int]:
     return ids
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the directory holding teflon_py/
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside teflon-py: a warning points at the user's
+    ``allocate_tensors()`` or ``invoke()`` line, not at the executor."""
+    frame, level = sys._getframe(1), 1
+    inside = os.path.join(_PACKAGE, "teflon_py") + os.sep
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _every_output(graph: ir.Graph, p: Any) -> tuple[int, ...]:
     """The partition's outputs, then every other tensor its nodes produce (in node order)."""
     outputs = list(p.outputs)
@@ -253,7 +268,7 @@ class GraphExecutor:
                 verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
                             if op.index not in claimed]
             except BackendError as e:  # no usable device: nothing to check against
-                if fallback_policy(delegate.fallback) == "error":
+                if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                     raise
                 verdicts = [(op, Verdict.no(f"device unavailable ({e})")) for op in self.graph.operations
                             if op.index not in claimed]
@@ -295,7 +310,7 @@ class GraphExecutor:
 
     def _fell_back(self, fallback: Fallback) -> None:
         self.fallbacks.append(fallback)
-        warnings.warn(FallbackWarning(fallback.describe()), stacklevel=4)
+        warnings.warn(FallbackWarning(fallback.describe()), stacklevel=_caller_level())
 
     def _compile(self, p: Any, delegate: Delegate) -> _PartitionStep:
         step = _PartitionStep(p, delegate, None)
@@ -304,7 +319,7 @@ class GraphExecutor:
         try:
             step.compiled = delegate.compile(self.graph, p)
         except (BackendError, UnsupportedError) as e:
-            if fallback_policy(delegate.fallback) == "error":
+            if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                 raise
             self._partition_fallback(step, f"failed to build ({e})")
             self._fell_back(Fallback(delegate.name, "build", p.index, tuple(p.nodes), str(e)))
@@ -378,7 +393,7 @@ class GraphExecutor:
                 inputs = [self.values[i] for i in step.compiled.inputs]
                 outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
             except (BackendError, UnsupportedError) as e:
-                if fallback_policy(step.delegate.fallback) == "error":
+                if fallback_policy(getattr(step.delegate, "fallback", None)) == "error":
                     raise
                 self._partition_fallback(step, f"failed to run ({e})")
                 step.compiled = None
