@@ -249,6 +249,7 @@ class GraphExecutor:
         self.graph = graph
         self.preserve_all_tensors = preserve_all_tensors
         self.fallbacks: list[Fallback] = []
+        self._hidden: dict[int, str] | None = None  # tensor -> partition keeping it (``hidden``)
         self.state = state if state is not None else ModelState(model)
         self._owns_state = state is None
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
@@ -351,14 +352,16 @@ class GraphExecutor:
     def hidden(self, tensor: int) -> str | None:
         """Which compiled partition keeps ``tensor`` to itself (it is produced and consumed inside
         and never copied to the host), e.g. "opencl partition 0"; None when the host has it."""
-        for step in self.steps:
-            if isinstance(step, _PartitionStep) and step.compiled is not None:
-                if tensor in step.compiled.outputs:
-                    continue
-                nodes = step.partition.nodes
-                if any(tensor in self.graph.operations[i].outputs for i in nodes):
-                    return f"{step.delegate.name} partition {step.partition.index}"
-        return None
+        if self._hidden is None:
+            self._hidden = {}
+            for step in self.steps:
+                if isinstance(step, _PartitionStep) and step.compiled is not None:
+                    kept = set(step.compiled.outputs)
+                    for i in step.partition.nodes:
+                        for t in self.graph.operations[i].outputs:
+                            if t != ir.NO_TENSOR and t not in kept:
+                                self._hidden[t] = f"{step.delegate.name} partition {step.partition.index}"
+        return self._hidden.get(tensor)
 
     # -- running --------------------------------------------------------------------------
     def run(self, observer: RunObserver | None = None) -> None:
@@ -397,6 +400,7 @@ class GraphExecutor:
                     raise
                 self._partition_fallback(step, f"failed to run ({e})")
                 step.compiled = None
+                self._hidden = None  # its tensors are the host's from now on
                 p = step.partition
                 self._fell_back(Fallback(step.delegate.name, "run", p.index, tuple(p.nodes), str(e)))
                 for i in step.partition.nodes:

@@ -52,10 +52,16 @@ def _rel_l2(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
-def test_preserve_all_tensors_reads_every_tensor_back_from_the_device(device, dtype: str) -> None:
+@pytest.mark.parametrize(("dtype", "zero_copy"), [("float32", True), ("int8", True), ("float32", False)])
+def test_preserve_all_tensors_reads_every_tensor_back_from_the_device(device, monkeypatch: pytest.MonkeyPatch,
+                                                                     dtype: str, zero_copy: bool) -> None:
     """MobileNetV2 as one OpenCL partition: each of its tensors equals the NumPy backend's (int8
-    bit-exact, float within relative L2 1e-4), none is left as zeros."""
+    bit-exact, float within relative L2 1e-4), none is left as zeros; also where device buffers
+    are not host memory (a GPU's), so each tensor is copied back after the run."""
+    from teflon_py.opencl.runtime.device import DeviceContext
+
+    if not zero_copy:
+        monkeypatch.setattr(DeviceContext, "zero_copy", property(lambda self: False))
     model = zoo.build("mobilenet_v2", dtype=dtype, input_size=32, alpha=0.35, num_classes=10)
     ours = _invoked(model, [teflon_py.load_delegate("opencl")], experimental_preserve_all_tensors=True)
     assert {p.backend for p in ours.placements()} == {"opencl"}
