@@ -21,6 +21,7 @@ import teflon_py
 from teflon_py import cli, ir, zoo
 from teflon_py.delegate import _BACKENDS, CompiledPartition, register_backend
 from teflon_py.errors import BackendError, FallbackWarning, fallback_policy
+from teflon_py.executorch import Runtime
 from teflon_py.executorch.interpreter import ProgramInterpreter
 from tests.echo_delegate import EchoDelegate
 
@@ -167,15 +168,28 @@ def test_executorch_program_shares_the_policy(lenient, monkeypatch: pytest.Monke
     """A .pte's delegate graphs run through the same executor: same policy, same records."""
     pte = str(PTE / "net_split_layernorm_fp32.pte")
     monkeypatch.setenv("TEFLON_CL_DEVICE", "bogus")
-    it = ProgramInterpreter(pte, [teflon_py.load_delegate("opencl", {"fallback": "error"})])
+    program = Runtime.get().load_program(pte, experimental_delegates=[
+        teflon_py.load_delegate("opencl", {"fallback": "error"})])
     with pytest.raises(BackendError, match="bogus"):
-        it.allocate_tensors()
-    it = ProgramInterpreter(pte, [teflon_py.load_delegate("opencl")])
+        program.load_method("forward")
+    method = Runtime.get().load_program(pte, experimental_delegates=[teflon_py.load_delegate("opencl")])
+    with pytest.warns(FallbackWarning, match="opencl is unavailable"):
+        method = method.load_method("forward")
+    assert method.fallbacks() and {f.stage for f in method.fallbacks()} == {"unavailable"} and method.devices() == {}
+    it = ProgramInterpreter(pte, [teflon_py.load_delegate("opencl")])  # what the CLI uses
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         it.allocate_tensors()
     assert any(issubclass(w.category, FallbackWarning) for w in caught)
-    assert it.fallbacks() and {f.stage for f in it.fallbacks()} == {"unavailable"} and it.devices() == {}
+    assert it.fallbacks() == it.method.fallbacks() and it.devices() == {}
+
+
+def test_executorch_method_names_its_device(device) -> None:
+    pte = str(PTE / "net_split_layernorm_fp32.pte")
+    method = Runtime.get().load_program(pte, experimental_delegates=[teflon_py.load_delegate("opencl")]) \
+        .load_method("forward")
+    assert method.fallbacks() == [] and set(method.devices()) == {"opencl"}
+    assert "driver" in method.devices()["opencl"]
 
 
 # -- the CLI: nothing could run on the device asked for -------------------------------------------

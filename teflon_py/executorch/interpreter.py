@@ -116,15 +116,12 @@ class ProgramInterpreter:
     def fallbacks(self) -> list[Fallback]:
         """Every fallback to NumPy a delegate's failure caused in the method's delegate graphs."""
         assert self.method is not None, "call allocate_tensors() first"
-        return [f for step in self.method.steps if isinstance(step, _DelegateStep) for f in step.executor.fallbacks]
+        return self.method.fallbacks()
 
     def devices(self) -> dict[str, str]:
         """{delegate name: its device and driver} for each delegate that runs an op of the method."""
         assert self.method is not None, "call allocate_tensors() first"
-        running = {p.backend for step in self.method.steps if isinstance(step, _DelegateStep)
-                   for p in step.executor.placements}
-        return {d.name: desc for d in self.program.delegates
-                if d.name in running and (desc := d.device_description()) is not None}
+        return self.method.devices()
 
     def partitions(self) -> list[dict[str, Any]]:
         if not hasattr(self, "_partitions"):
