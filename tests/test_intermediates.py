@@ -52,6 +52,7 @@ def _rel_l2(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(("dtype", "zero_copy"), [("float32", True), ("int8", True), ("float32", False)])
 def test_preserve_all_tensors_reads_every_tensor_back_from_the_device(device, monkeypatch: pytest.MonkeyPatch,
                                                                      dtype: str, zero_copy: bool) -> None:
@@ -79,6 +80,7 @@ def test_preserve_all_tensors_reads_every_tensor_back_from_the_device(device, mo
             assert got.any(), f"{t['name']} read back as zeros"
 
 
+@pytest.mark.model
 def test_without_preserve_a_partition_intermediate_is_refused_as_litert_does(device, small_v2: bytes) -> None:
     """Exactly the tensors the partition keeps to itself raise ValueError, through get_tensor and
     tensor(); LiteRT refuses its XNNPACK delegate's intermediates with a ValueError too."""
