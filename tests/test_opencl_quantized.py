@@ -49,7 +49,7 @@ def test_no_kernel_needs_fp64() -> None:
     files = [f for f in importlib.resources.files("teflon_py.cl_kernels").iterdir() if f.name.endswith(".cl")]
     assert len(files) > 10
     for f in files:
-        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(encoding="utf-8"), flags=re.S)
+        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(encoding="utf-8"), flags=re.DOTALL)
         assert not re.search(r"\bdouble\d*\b|cl_khr_fp64", code), f.name
 
 
