@@ -15,34 +15,19 @@
 //     other devices unpack the quads with shuffles.
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
 // Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with
-// REQ_DOUBLE, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel), or, with
-// REQ_FLOAT, XNNPACK's float32 rule (q_requantize_float16 in quant.cl).
+// REQ_EXACT, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel) in integers
+// (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's float32 rule
+// (q_requantize_float16).
 // RESID: a residual ADD folded in: after the conv's own clamp, TFLite's quantized ADD of the
 // conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2)
 // << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_DOUBLE|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_EXACT|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
 // TOP/s on 1x1 and 3x3 layers with K >= 128; the portable path ~0.29 TOP/s. With small K (16-32)
 // the exact requantization (a 64-bit product per output) costs as much as the MACs.
 #define OCB (16 * NV)
-#ifdef REQ_DOUBLE
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-
-// LiteRT's reference FULLY_CONNECTED: round(double(acc) * scale) with C's round (halves away from
-// zero), plus the zero point, clamped. |y| is capped first so the truncation fits a long.
-inline int q_requantize_double(int acc, double scale, int zp, int lo, int hi) {
-  double y = (double)acc * scale;
-  y = y > 4294967296.0 ? 4294967296.0 : (y < -4294967296.0 ? -4294967296.0 : y);
-  const long t = (long)y;
-  const double f = y - (double)t;
-  long v = t + (f >= 0.5 ? 1 : 0) - (f <= -0.5 ? 1 : 0) + zp;
-  v = v < lo ? lo : (v > hi ? hi : v);
-  return (int)v;
-}
-#endif
-
 typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
 typedef XT xt16u __attribute__((ext_vector_type(16), aligned(1)));
 typedef char c64v __attribute__((ext_vector_type(64)));
@@ -111,8 +96,9 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
 
 __kernel void qconv(__global const XT* restrict in, __global const WT* restrict w,
                     __global const int* restrict bias,
-#if defined(REQ_DOUBLE)
-                    __global const double* restrict scale,
+#if defined(REQ_EXACT)
+                    __global const int* restrict smh, __global const int* restrict sml,
+                    __global const int* restrict ssk,
 #elif defined(REQ_FLOAT)
                     __global const float* restrict scale32,
 #else
@@ -216,18 +202,19 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
     if (oc0 >= OC) break;
 #if defined(REQ_FLOAT)
     const f16v fs = LOADF16(scale32 + oc0);
-#elif !defined(REQ_DOUBLE)
+#elif defined(REQ_EXACT)
+    const i16v mh = LOADI16(smh + oc0), ml = LOADI16(sml + oc0), sk = LOADI16(ssk + oc0);
+#else
     const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
 #endif
 #pragma unroll
     for (int p = 0; p < PW; p++) {
       if (p0 + p > last) break;
       __global XT* o = out + (p0 + p) * YS + yoff + oc0;
-#ifdef REQ_DOUBLE
-      for (int l = 0; l < 16 && oc0 + l < OC; l++) o[l] = (XT)q_requantize_double(acc[p][j][l], scale[oc0 + l], out_zp, lo, hi);
-#else
-#ifdef REQ_FLOAT
+#if defined(REQ_FLOAT)
       i16v v = q_requantize_float16(acc[p][j], fs, out_zp, lo, hi);
+#elif defined(REQ_EXACT)
+      i16v v = q_requantize_exact16(acc[p][j], mh, ml, sk, out_zp, lo, hi);
 #else
       i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
       v = v < lo ? (i16v)(lo) : v;
@@ -254,7 +241,6 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       } else {
         for (int t = 0; t < OC - oc0; t++) o[t] = (XT)v[t];
       }
-#endif
     }
   }
 }

@@ -70,14 +70,9 @@ __kernel void qlut(__global const uchar* restrict X, __global uchar* restrict O,
 
 // QUANTIZE float32 -> 8-bit, per tensor or per channel (channel c = (i / inner) % channels):
 // TFLite's AffineQuantize, round(x / scale) + zero point with halves away from zero, saturated.
-// The float32 quotient is correctly rounded: a double division rounded to float is (53 >= 2 * 24
-// + 2 bits), and PoCL's float division is IEEE anyway.
-#ifdef cl_khr_fp64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define QUOTIENT(x, s) ((float)((double)(x) / (double)(s)))
-#else
+// The float32 quotient is correctly rounded: the program is built with
+// -cl-fp32-correctly-rounded-divide-sqrt, which the check asks the device for (no fp64 needed).
 #define QUOTIENT(x, s) ((x) / (s))
-#endif
 
 __kernel void qquantize(__global const float* restrict X, __global uchar* restrict O,
                         __global const float* restrict scale, __global const int* restrict zp,

@@ -80,6 +80,44 @@ inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
   return (hi >> right) - (remainder > threshold);
 }
 
+// LiteRT's reference FULLY_CONNECTED, round(double(acc) * scale) with C's round, plus the zero
+// point, clamped -- in integers only, so devices without cl_khr_fp64 compute it too. The scale
+// comes as (mh, ml, sk) = (M >> 32, M & 0xFFFFFFFF, k - 30) for scale = M * 2^-k, M < 2^53
+// (teflon_py.quant.exact_scale_parts; requantize_scaled_exact is the NumPy twin and says why it
+// equals the double rounding): |acc| is normalised to [2^31, 2^32) by shifts (n = its clz), the
+// top bits G of |acc| * M come from two 32x32 -> 64-bit products, and one rounding add and shift
+// give |y|. Exact for every int32 acc while |lo - zp|, |hi - zp| < 2^19.
+typedef ulong ul16v __attribute__((ext_vector_type(16)));
+inline i16v q_requantize_exact16(i16v acc, i16v mh, i16v ml, i16v sk, int zp, int lo, int hi) {
+  u16v u = (u16v)(0u) - __builtin_astype(acc, u16v);
+  u = acc < 0 ? u : __builtin_astype(acc, u16v);  // |acc|, 2^31 for INT32_MIN
+  i16v n = (i16v)(0);
+#define Q_NORMALISE(bits, below)                                                                   \
+  {                                                                                                \
+    const i16v c = __builtin_astype(u <= (u16v)(below), i16v);                                     \
+    n += c & (i16v)(bits);                                                                         \
+    u = c ? u << (bits) : u;                                                                       \
+  }
+  Q_NORMALISE(16, 0x0000FFFFu)
+  Q_NORMALISE(8, 0x00FFFFFFu)
+  Q_NORMALISE(4, 0x0FFFFFFFu)
+  Q_NORMALISE(2, 0x3FFFFFFFu)
+  Q_NORMALISE(1, 0x7FFFFFFFu)
+#undef Q_NORMALISE
+  const ul16v a = __builtin_convertvector(u, ul16v);
+  const ul16v g = ((a * __builtin_convertvector(__builtin_astype(mh, u16v), ul16v)) << 2) +
+                  ((a * __builtin_convertvector(__builtin_astype(ml, u16v), ul16v)) >> 30);
+  i16v sh = sk + n;
+  sh = sh > 63 ? (i16v)(63) : sh;
+  const ul16v shw = __builtin_convertvector(__builtin_astype(sh, u16v), ul16v);
+  ul16v m = (g + ((ul16v)(1ul) << (shw - 1ul)) + (g >> 54) + 1ul) >> shw;
+  m = m > (ul16v)(1ul << 24) ? (ul16v)(1ul << 24) : m;
+  const i16v mag = __builtin_convertvector(m, i16v);
+  i16v y = (acc < 0 ? -mag : mag) + zp;
+  y = y < lo ? (i16v)(lo) : y;
+  return y > hi ? (i16v)(hi) : y;
+}
+
 // gemmlowp's SaturatingRoundingMultiplyByPOT for a compile-time-known sign of `e`.
 inline int q_sat_shift_left(int x, int e) {
   const int threshold = (int)((1u << (31 - e)) - 1u);
@@ -145,6 +183,21 @@ __kernel void t_requantize_float16(__global const int* acc, __global const int* 
   }
   const i16v r = q_requantize_float16(a, f, params[0], params[1], params[2]);
   for (int l = 0; l < 16; l++) out[i + l] = r[l];
+}
+
+// (mh, ml, sk) per lane as exact_scale_parts gives them; params: (zero point, lo, hi)
+__kernel void t_requantize_exact16(__global const int* acc, __global const int* mh, __global const int* ml,
+                                   __global const int* sk, __global const int* params, __global int* out) {
+  const int i = get_global_id(0) * 16;
+  i16v a, h, l, k;
+  for (int j = 0; j < 16; j++) {
+    a[j] = acc[i + j];
+    h[j] = mh[i + j];
+    l[j] = ml[i + j];
+    k[j] = sk[i + j];
+  }
+  const i16v r = q_requantize_exact16(a, h, l, k, params[0], params[1], params[2]);
+  for (int j = 0; j < 16; j++) out[i + j] = r[j];
 }
 
 __kernel void t_srdhm(__global const int* a, __global const int* b, __global int* out) {

@@ -40,6 +40,19 @@ def test_registry_claims_every_quantized_op(kind: str) -> None:
     assert "QUANTIZE" in supported_ops("float32")
 
 
+def test_no_kernel_needs_fp64() -> None:
+    """No kernel source uses double precision (most mobile GPUs and rusticl have no cl_khr_fp64):
+    LiteRT's double-precision rules are computed in integers or correctly rounded float32."""
+    import importlib.resources
+    import re
+
+    files = [f for f in importlib.resources.files("teflon_py.cl_kernels").iterdir() if f.name.endswith(".cl")]
+    assert len(files) > 10
+    for f in files:
+        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(encoding="utf-8"), flags=re.DOTALL)
+        assert not re.search(r"\bdouble\d*\b|cl_khr_fp64", code), f.name
+
+
 # -- small quantized graphs ------------------------------------------------------------------------
 
 def _conv(g, x: int, name: str, oc: int, k: int, rng: np.random.Generator, out_q: ir.Quantization,

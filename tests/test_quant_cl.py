@@ -139,3 +139,21 @@ def test_requantize_float32(cl_run, zero_point: int, lo: int, hi: int) -> None:
     np.testing.assert_array_equal(ours, expected)
     halves = (acc[:64].astype(np.float64) * 0.5)
     assert np.array_equal(expected[:64] - zero_point, np.clip(np.rint(halves), lo - zero_point, hi - zero_point))
+
+
+@pytest.mark.parametrize(("zero_point", "lo", "hi"), [(0, -(1 << 19) + 1, (1 << 19) - 1), (-5, -128, 127), (128, 0, 255)])
+def test_requantize_exact(cl_run, zero_point: int, lo: int, hi: int) -> None:
+    """FULLY_CONNECTED's round(double(acc) * scale) in integers: near-ties where the double
+    product's own rounding decides, exact halves, extreme accumulators, every scale exponent."""
+    from tests.test_quant_exact import hard_cases
+
+    rng = np.random.default_rng(8)
+    acc, scale = hard_cases(rng, N // 4)
+    n = acc.size // 16 * 16
+    acc, scale = acc[:n], scale[:n]
+    mh, ml, sk = quant.exact_scale_parts(scale)
+    params = np.zeros(n, np.int64)
+    params[:3] = (zero_point, lo, hi)
+    (got,) = cl_run("t_requantize_exact16", acc, mh.astype(np.uint32).view(np.int32), ml.astype(np.uint32).view(np.int32),
+                    sk, params, per_item=16)
+    np.testing.assert_array_equal(got, quant.requantize_scaled(acc, scale, zero_point, lo, hi, np.int64))

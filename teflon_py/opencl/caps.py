@@ -13,7 +13,7 @@ class Caps:
 
     name: str = "unknown device"
     device_type: str = "CPU"  # "GPU", "CPU", "ACCELERATOR" or "OTHER"
-    fp64: bool = True
+    fp64: bool = True  # cl_khr_fp64 (no kernel needs it: integer ops are exact in integers)
     fp16: bool = False
     max_work_group_size: int = 4096
     local_mem_size: int = 32768
@@ -55,12 +55,6 @@ class Caps:
     @property
     def is_cpu(self) -> bool:
         return self.device_type == "CPU"
-
-    def fp64_reason(self) -> str | None:
-        """Why a double-precision kernel cannot run here, or None."""
-        if self.fp64:
-            return None
-        return f"the OpenCL device {self.name} has no cl_khr_fp64 (double requantization needs it)"
 
     def exact_fp32_reason(self, divide: bool = False) -> str | None:
         """Why a kernel that must match NumPy's float32 bit for bit (subnormals kept; with

@@ -16,6 +16,8 @@ from teflon_py.quant.binary import (
     scale_input,
 )
 from teflon_py.quant.core import (
+    EXACT_SCALE_SATURATES,
+    EXACT_SCALE_VANISHES,
     INT32_MAX,
     INT32_MIN,
     QRANGE,
@@ -24,6 +26,7 @@ from teflon_py.quant.core import (
     checked_log2,
     conv_output_multipliers,
     dequantize,
+    exact_scale_parts,
     float32_mean_scale,
     float32_output_scales,
     fully_connected_output_scales,
@@ -34,6 +37,7 @@ from teflon_py.quant.core import (
     requantize,
     requantize_float32,
     requantize_scaled,
+    requantize_scaled_exact,
     round_half_away,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
@@ -82,6 +86,8 @@ from teflon_py.quant.lut import (
 )
 
 __all__ = [
+    "EXACT_SCALE_SATURATES",
+    "EXACT_SCALE_VANISHES",
     "EXP_BARREL",
     "INT16_MAX",
     "INT16_MIN",
@@ -100,6 +106,7 @@ __all__ = [
     "count_leading_zeros32",
     "dequantize",
     "downscale_int32_to_int16_multiplier",
+    "exact_scale_parts",
     "exp_on_negative_values",
     "exp_on_negative_values_int16",
     "float32_mean_scale",
@@ -129,6 +136,7 @@ __all__ = [
     "requantize",
     "requantize_float32",
     "requantize_scaled",
+    "requantize_scaled_exact",
     "require_per_tensor",
     "rescale",
     "round_half_away",

@@ -199,6 +199,72 @@ def requantize_scaled(acc: np.ndarray, scale: np.ndarray | float, zero_point: in
     return y.astype(dtype)
 
 
+# -- the same requantization in integers only (for devices without double precision)
+#
+# A float64 scale s > 0 is M * 2^-k with a 53-bit integer M. For an int32 accumulator a = |acc|,
+# the double product fl(a * s) rounds the exact P = a * M to 53 significant bits (to nearest,
+# ties to even) at bit d = bitlen(P) - 53, then C's round takes halves away from zero. While the
+# integer bit lies above the first rounding (d < k - 1, true for s <= 2^19: k >= 33, d <= 31),
+# the two roundings are one: round(fl(P) / 2^k) = floor((P + 2^(k-1) + 2^(d-1)) / 2^k) (for
+# d >= 1; for d <= 0 P is exact and the extra 2^(d-1) changes nothing), because fl(P) + 2^(k-1)
+# crosses a multiple of 2^k exactly when P + 2^(k-1) lies within 2^(d-1) below one, ties
+# included (the multiple of 2^k is the even neighbour). Bits of P below d - 1 then never matter:
+# with a normalised to a_n = a << n in [2^31, 2^32) (n = clz(a)), P_n = a_n * M has d_n - 1 =
+# bitlen(P_n) - 54 >= 30, so G = floor(P_n / 2^30) < 2^55 from two 32x32-bit products is all
+# that is needed: G = a_n * (M >> 32) * 4 + floor(a_n * (M mod 2^32) / 2^30), and
+#     |y| = (G + 2^(sh-1) + t) >> sh,  t = (G >> 54) + 1,  sh = min(k - 30 + n, 63).
+# (sh >= 57 gives 0 either way.) Scales from 2^19 up are replaced by 2^19 (every nonzero
+# accumulator then lands beyond any 8- or 16-bit output range, as before) and scales below 2^-34
+# by 0 (|a * s| <= 2^-3 rounds to 0 either way), which keeps k - 30 in [3, 56].
+
+#: scales from here up requantize like this one: |acc * s| >= 2^19 for every acc != 0
+EXACT_SCALE_SATURATES = 2.0 ** 19
+#: scales below this requantize every int32 accumulator to 0
+EXACT_SCALE_VANISHES = 2.0 ** -34
+
+
+def exact_scale_parts(scale: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mantissa >> 32, mantissa & 0xFFFFFFFF, k - 30) of each float64 scale = mantissa * 2^-k,
+    the integer form ``requantize_scaled_exact`` (and ``quant.cl``'s ``q_requantize_exact16``)
+    computes ``round(double(acc) * scale)`` from; int64 arrays, every entry below 2^32."""
+    s = np.asarray(scale, np.float64)
+    if not np.all(np.isfinite(s) & (s >= 0)):
+        raise ValueError("requantization scales must be finite and >= 0")
+    s = np.minimum(s, EXACT_SCALE_SATURATES)
+    fraction, exponent = np.frexp(s)  # s = fraction * 2^exponent, fraction in [0.5, 1)
+    mantissa = np.ldexp(fraction, 53).astype(np.uint64)  # exact: 53 bits
+    k = 53 - exponent.astype(np.int64)
+    vanishes = s < EXACT_SCALE_VANISHES
+    mantissa = np.where(vanishes, np.uint64(0), mantissa)
+    k = np.where(vanishes, 34, k)
+    return (mantissa >> np.uint64(32)).astype(np.int64), (mantissa & np.uint64(0xFFFFFFFF)).astype(np.int64), k - 30
+
+
+def requantize_scaled_exact(acc: np.ndarray, mantissa_hi: np.ndarray | int, mantissa_lo: np.ndarray | int,
+                            shift: np.ndarray | int, zero_point: int, lo: int, hi: int,
+                            dtype: np.dtype) -> np.ndarray:
+    """``requantize_scaled`` for int32 accumulators from ``exact_scale_parts`` in integer
+    arithmetic only (see the comment above; the NumPy twin of ``quant.cl``'s
+    ``q_requantize_exact16``): equal to it for every int32 accumulator while |lo - zero point|
+    and |hi - zero point| stay below 2^19."""
+    acc = np.asarray(acc, np.int64)
+    if acc.size and (acc.min() < INT32_MIN or acc.max() > INT32_MAX):
+        raise ValueError("requantize_scaled_exact takes int32 accumulators")
+    a = np.abs(acc).astype(np.uint64)  # |INT32_MIN| = 2^31 fits
+    _, bits = np.frexp((a | np.uint64(1)).astype(np.float64))  # bit length, exact below 2^53
+    n = (32 - bits).astype(np.uint64)  # clz; 31 for a = 0, as the kernel's steps leave it
+    a_n = a << n
+    mh = np.asarray(mantissa_hi, np.int64).astype(np.uint64)
+    ml = np.asarray(mantissa_lo, np.int64).astype(np.uint64)
+    g = ((a_n * mh) << np.uint64(2)) + ((a_n * ml) >> np.uint64(30))
+    t = (g >> np.uint64(54)) + np.uint64(1)
+    sh = np.minimum(np.asarray(shift, np.int64) + n.astype(np.int64), 63).astype(np.uint64)
+    y = (g + (np.uint64(1) << (sh - np.uint64(1))) + t) >> sh
+    y = np.minimum(y, np.uint64(1 << 24)).astype(np.int64)
+    y = np.where(acc < 0, -y, y) + zero_point
+    return np.clip(y, lo, hi).astype(dtype)
+
+
 def float32_output_scales(input: ir.Tensor, weight: ir.Tensor, output: ir.Tensor) -> np.ndarray:
     """float32 scale(s), one per weight scale, of XNNPACK's requantization:
     ``in_scale * w_scale / out_scale`` in float32, left to right."""

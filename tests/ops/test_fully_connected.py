@@ -145,3 +145,80 @@ def test_requantization_rounding(backend: str, dtype: type, per_channel: bool) -
         "FULLY_CONNECTED", dtype, per_channel, seed=10 + PROBES.index((dtype, per_channel))
     )
     check_model(model, backend, inputs=[x])
+
+
+# -- where the double product's own rounding decides --------------------------------------------
+#
+# LiteRT's reference rounds double(acc) * scale, scale = double(in) * double(w) / double(out).
+# Each (weight scale, accumulator, h) below, with NEAR_TIE_SCALES' input and output scales, has
+# an exact product just below h + 1/2 that the double multiplication rounds onto h + 1/2, so C's
+# round gives h + 1 where exact arithmetic (or any single rounding) gives h: only an integer
+# requantization that reproduces the double rounding matches LiteRT there. Found by a search over
+# float32 weight scales near 2^-13 (accumulators near 2^29 .. 2^30); each is re-verified below.
+NEAR_TIE_SCALES = (0.00213, 0.731)
+NEAR_TIES = [
+    (0.00011721500050043687, 335243284, 114), (9.179929475067183e-05, 323381042, 86),
+    (4.3970860133413225e-05, 745377371, 95), (9.613298607291654e-05, 276673181, 77),
+    (4.2761475924635306e-05, 870792831, 108), (6.407911860151216e-05, 693571170, 129),
+    (4.102759703528136e-05, 1083256941, 129), (0.00010667175229173154, 416637285, 129),
+    (8.544074808014557e-05, 347447234, 86), (4.186436490272172e-05, 553346362, 67),
+    (8.5787549323868e-05, 346042658, 86),
+]
+
+
+def test_near_ties_are_decided_by_the_double_rounding() -> None:
+    from fractions import Fraction
+
+    si, so = (np.float64(np.float32(v)) for v in NEAR_TIE_SCALES)
+    for sw, acc, h in NEAR_TIES:
+        scale = si * np.float64(np.float32(sw)) / so
+        assert Fraction(acc) * Fraction(float(scale)) < Fraction(2 * h + 1, 2)  # exact: rounds to h
+        assert float(acc) * float(scale) == h + 0.5  # double: a tie, rounds to h + 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_requantization_near_ties(backend: str, dtype: type) -> None:
+    """Accumulators on the near-ties (and one either side), per channel for int8, per tensor for
+    uint8 (one near-tie per model, each in turn): bit-exact with LiteRT."""
+    si, so = NEAR_TIE_SCALES
+    zx, zo = (-7, -5) if dtype == np.int8 else (121, 3)
+    offsets = np.arange(-2, 3)
+    x = (zx + offsets).reshape(-1, 1).astype(dtype)
+    cases = [NEAR_TIES] if dtype == np.int8 else [[t] for t in NEAR_TIES[:4]]
+    for ties in cases:
+        sw = np.array([t[0] for t in ties], np.float32)
+        units = len(ties)
+        if dtype == np.int8:
+            w, wq = np.ones((units, 1), dtype), quantization(sw, 0, 0)
+        else:
+            w, wq = np.full((units, 1), 132, dtype), quantization(sw[0], 131)
+        ins = [
+            {"shape": x.shape, "dtype": dtype, "quant": quantization(si, zx)},
+            {"data": w, "dtype": dtype, "quant": wq},
+            {"data": np.array([t[1] for t in ties], np.int32), "dtype": np.int32,
+             "quant": quantization(np.float32(si) * (sw if dtype == np.int8 else sw[0]))},
+        ]
+        model = single_op("FULLY_CONNECTED", ins, [{"shape": (x.shape[0], units), "dtype": dtype,
+                                                    "quant": quantization(so, zo)}], FullyConnectedOptions())
+        expected = run_litert(model, [x])[0]
+        assert np.array_equal(expected[2].astype(int) - zo, [t[2] + 1 for t in ties])  # LiteRT: h + 1
+        check_model(model, backend, inputs=[x])
+
+
+@pytest.mark.parametrize("mode", ["int8", "int8_per_channel", "uint8"])
+def test_quantized_fc_needs_no_fp64(mode: str) -> None:
+    """A device without cl_khr_fp64 (most mobile GPUs, rusticl) still takes quantized FC: its
+    requantization is integer arithmetic, and neither kernel source it compiles uses double."""
+    import re
+
+    from teflon_py.opencl.caps import Caps
+    from teflon_py.opencl.registry import check_op
+    from teflon_py.opencl.runtime.programs import load_source
+    from teflon_py.tflite.reader import read_model
+
+    graph = read_model(fc_model((3, 16), 8, 16, False, mode, ir.Activation.RELU)).main
+    verdict = check_op(graph, graph.operations[0], Caps(name="a device without fp64", fp64=False))
+    assert verdict.supported, verdict.reason
+    for name in ("quant.cl", "qconv.cl"):
+        code = re.sub(r"//[^\n]*", "", load_source(name))
+        assert not re.search(r"\bdouble\b|cl_khr_fp64", code), name

@@ -37,6 +37,25 @@ def test_quantize_float(backend: str, shape: tuple, target: tuple) -> None:
     check_model(unary_model("QUANTIZE", shape, np.float32, dtype, qout=quantization(scale, zp)), backend, inputs=[x], refuses="int16 tensors")
 
 
+def test_quantize_float_device_requirements() -> None:
+    """QUANTIZE from float32 needs a correctly rounded float32 division, not fp64; a device that
+    flushes subnormals only matters for scales below 2^-100 (a flushed input then could round
+    to a nonzero code)."""
+    from teflon_py.opencl.caps import Caps
+    from teflon_py.opencl.registry import check_op
+    from teflon_py.tflite.reader import read_model
+
+    def verdict(caps: Caps, scale: float = 0.05) -> str:
+        graph = read_model(unary_model("QUANTIZE", (2, 3), np.float32, np.int8, qout=quantization(scale, 1))).main
+        return check_op(graph, graph.operations[0], caps).reason or ""
+
+    assert verdict(Caps(fp64=False)) == ""
+    assert verdict(Caps(fp64=False, fp32_denorms=False)) == ""
+    assert "no correctly rounded float32 division" in verdict(Caps(fp32_correct_divide=False))
+    assert "flushes float32 subnormals" in verdict(Caps(fp32_denorms=False), scale=2.0**-110)
+    assert verdict(Caps(), scale=2.0**-110) == ""
+
+
 @pytest.mark.parametrize("dim", [0, 3])
 def test_quantize_float_per_channel(backend: str, dim: int) -> None:
     shape = (3, 2, 2, 4)

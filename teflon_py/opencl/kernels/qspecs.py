@@ -28,7 +28,8 @@ CL_TYPES = {np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar"}
 @dataclass(frozen=True)
 class Requant:
     """int32 accumulator -> 8-bit output of one op: per-channel fixed-point ``multiplier`` and
-    ``shift`` (convolutions), or FULLY_CONNECTED's float64 ``scale``; zero point; clamp [lo, hi]."""
+    ``shift`` (convolutions), or FULLY_CONNECTED's float64 ``scale`` (which the kernels apply in
+    integers, from ``quant.exact_scale_parts``); zero point; clamp [lo, hi]."""
 
     zero_point: int
     lo: int
@@ -45,9 +46,10 @@ class Requant:
             scale32[:channels] = np.broadcast_to(np.asarray(self.scale32, np.float32).reshape(-1), (channels,))
             return {"scale32": scale32}
         if self.scale is not None:
-            scale = np.zeros(padded, np.float64)
+            scale = np.zeros(padded, np.float64)  # padding channels: scale 0, outputs never stored
             scale[:channels] = np.broadcast_to(np.asarray(self.scale, np.float64).reshape(-1), (channels,))
-            return {"scale": scale}
+            parts = quant.exact_scale_parts(scale)
+            return {name: part.astype(np.uint32).view(np.int32) for name, part in zip(("smh", "sml", "ssk"), parts)}
         out = {}
         shift = np.broadcast_to(np.asarray(self.shift, np.int64).reshape(-1), (channels,))
         for name, values in (("mult", self.multiplier), ("lshift", np.maximum(shift, 0)),
@@ -61,14 +63,14 @@ class Requant:
     def args(self) -> tuple[str, ...]:
         if self.scale32 is not None:
             return ("scale32",)
-        return ("scale",) if self.scale is not None else ("mult", "lshift", "rshift")
+        return ("smh", "sml", "ssk") if self.scale is not None else ("mult", "lshift", "rshift")
 
     @property
     def defines(self) -> dict[str, bool]:
-        """The kernels' macro for the float epilogues (fixed point needs none)."""
+        """The kernels' macro for the epilogues other than fixed point (which needs none)."""
         if self.scale32 is not None:
             return {"REQ_FLOAT": True}
-        return {"REQ_DOUBLE": True} if self.scale is not None else {}
+        return {"REQ_EXACT": True} if self.scale is not None else {}
 
     def channels(self, start: int, stop: int) -> Requant:
         """The requantization of output channels [start, stop) (one group of a grouped conv)."""
@@ -100,7 +102,8 @@ def clamp_range(act: ir.Activation | int | FusedActivation, t: ir.Tensor) -> tup
 
 
 def conv_requant(graph: ir.Graph, op: ir.Operation, act: ir.Activation | int | FusedActivation) -> Requant:
-    """The epilogue of a CONV_2D / DEPTHWISE_CONV_2D (fixed point) or FULLY_CONNECTED (double), or
+    """The epilogue of a CONV_2D / DEPTHWISE_CONV_2D (fixed point) or FULLY_CONNECTED (LiteRT's
+    double rounding, computed in integers), or
     of any of them under XNNPACK's float32 rule."""
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     lo, hi = clamp_range(act, y)

@@ -14,7 +14,7 @@ from teflon_py.ops.matmul import BatchMatMulAttrs, FullyConnectedAttrs, matmul_d
 
 def check_fully_connected(attrs: FullyConnectedAttrs, tensors: OpTensors, caps: Caps) -> str | None:
     """FULLY_CONNECTED on either path: float, or int8 / uint8 (``qconv``: LiteRT's quantization
-    rules, requantized in double, so the device needs fp64)."""
+    rules, its double-precision requantization computed exactly in integers, so any device)."""
     quantized = np.dtype(tensors.outputs[0].dtype).kind != "f"
     x, w, b, y = tensors.inputs[0], tensors.inputs[1], tensors.input(2), tensors.outputs[0]
     if quantized:
@@ -38,7 +38,7 @@ def check_fully_connected(attrs: FullyConnectedAttrs, tensors: OpTensors, caps: 
         return "per-channel weights must be quantized along dimension 0 (units)"
     if b is not None and b.data is not None and b.data.size != units:
         return f"bias has {b.data.size} values for {units} channels"
-    return caps.fp64_reason() if quantized else None
+    return None
 
 
 @register("FULLY_CONNECTED", check=check_fully_connected, constants=(1, 2), fuses_activation=True)

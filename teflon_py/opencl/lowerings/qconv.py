@@ -4,8 +4,8 @@ requantization in one kernel (``qconv.cl``, ``qdepthwise.cl``), bit-exact with L
 The weights' zero points are handled as the fallback (``teflon_py.fallback.conv``) handles them,
 with its own helpers: int8 CONV_2D needs them 0, int8 DEPTHWISE and per-channel FC ignore them,
 the rest subtract them. Grouped convolutions run one launch per group. FULLY_CONNECTED is a 1x1
-convolution over its rows, requantized in double as LiteRT's reference kernel does, so it needs
-a device with ``cl_khr_fp64``.
+convolution over its rows, requantized as LiteRT's reference kernel does, round(double(acc) *
+scale), but in integer arithmetic (``quant.requantize_scaled_exact``), so no device needs fp64.
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
 @register("FULLY_CONNECTED", kind="uint8", dtypes=KINDS["uint8"], check=check_fully_connected, constants=(1, 2),
           max_rank=None)
 def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
-    """A 1x1 ``qconv.cl`` over the input's rows, requantized in double (LiteRT's reference)."""
+    """A 1x1 ``qconv.cl`` over the input's rows, requantized as LiteRT's reference rounds in double."""
     op = ctx.op
     graph = ctx.graph
     xt, wt = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

@@ -18,10 +18,12 @@ import numpy as np
 from teflon_py import ir, quant
 from teflon_py.errors import UnsupportedError
 from teflon_py.fallback.registry import KERNELS, Node
+from teflon_py.opencl.caps import Caps
 from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import codes, flip
 from teflon_py.opencl.kernels.specs import KernelSpec
+from teflon_py.opencl.lowerings.dynamic_quant import EXACT_DIVIDE
 from teflon_py.opencl.lowerings.elementwise import broadcast_geometry, check_unary
 from teflon_py.opencl.lowerings.elementwise import check_binary as check_float_binary
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
@@ -199,11 +201,25 @@ def _quantization_reason(t: ir.Tensor) -> str | None:
     return None
 
 
-def check_quantize_float(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+#: scales from here up make a flushed subnormal input irrelevant: |x / scale| < 2^-26 rounds to 0
+_FLUSH_SAFE_SCALE = 2.0 ** -100
+
+
+def check_quantize_float(attrs: object, tensors: OpTensors, caps: Caps) -> str | None:
+    """float32 -> int8 / uint8 on a device whose float32 division can be correctly rounded (the
+    quotient x / scale is rounded once to float32, then to an integer); a device that flushes
+    subnormals is fine unless a scale is below 2^-100."""
     y = tensors.outputs[0]
     if y.dtype not in (np.int8, np.uint8):
         return f"float32 to {y.dtype} not lowered (int8 and uint8 are)"
-    return check_unary(attrs, tensors, None) or _quantization_reason(y)
+    reason = check_unary(attrs, tensors, None) or _quantization_reason(y)
+    if reason:
+        return reason
+    if not caps.fp32_correct_divide:
+        return f"the OpenCL device {caps.name} has no correctly rounded float32 division"
+    if float(np.min(y.quantization.scale)) < _FLUSH_SAFE_SCALE:
+        return caps.exact_fp32_reason()
+    return None
 
 
 def quantize_float(ctx: OpEmit, attrs: object) -> None:
@@ -216,7 +232,7 @@ def quantize_float(ctx: OpEmit, attrs: object) -> None:
     args = kernels.scalars(n=n, chunk=chunk, inner=inner, channels=channels, qmin=qmin, qmax=qmax)
     spec = KernelSpec(files=FILES, name="qquantize", defines={}, global_size=(pieces,), local_size=(1,),
                       args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
-                      scalars=args)
+                      scalars=args, options=EXACT_DIVIDE)
     qkernels.launch(ctx, spec, input=ctx.operand(0), output=ctx.output())
 
 
