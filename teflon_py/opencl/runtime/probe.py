@@ -4,7 +4,8 @@ Some OpenCL compilers end the process instead of reporting a build error: Mesa r
 llvmpipe exits on ``__builtin_prefetch`` ("Unexpected llvm intrinsic: llvm.prefetch") and aborts
 on 64-lane vectors ("LLVM ERROR: Unsupported vector type"). So the first build of each program
 (source + options) on each device and driver runs in a child (``probe_worker``, one per device,
-started at its first probe and kept for the process's life, so its start-up is paid once); only
+started at its first probe and kept for the process's life, so its start-up, ~0.5 s, is paid
+once); only
 when the child survived does the parent build it. A child killed while building, or still busy
 after ``TEFLON_CL_PROBE_TIMEOUT`` seconds (default 120), makes the build a ``BackendError``
 naming the program and device: the interpreter runs the partition on NumPy with a one-line
@@ -14,7 +15,7 @@ Outcomes are recorded next to the program binaries (``<key>.ok`` / ``<key>.crash
 covering source, options, device and driver versions), so each program is probed once per
 driver; a cached binary needs no probe. On PoCL the child's build also fills PoCL's kernel cache,
 so the parent's own build of the same program takes ~25 ms: probing costs the child's start-up
-(~0.5 s once per process) and little per program. A timed-out build is probed again under a
+and little per program. A timed-out build is probed again under a
 longer timeout. ``TEFLON_CL_PROBE=0`` builds in-process without probing, ignoring the records.
 ``TEFLON_CL_PROBE_FAULT`` (tests) makes the child abort or hang on programs built from a file:
 ``abort:gemm.cl,hang:qconv.cl``.
@@ -165,12 +166,10 @@ class _Child:
         self.device = f"{dev.name.strip()} ({dev.platform.name.strip()} {dev.driver_version.strip()})"
         self.pid = os.getpid()
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's life, closed by close()
-        root = str(Path(__file__).resolve().parents[3])  # the directory holding teflon_py
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
-        cmd = [sys.executable, "-m", "teflon_py.opencl.runtime.probe_worker", devices.index_of(dev), dev.name.strip()]
+        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip()]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                         env=env, text=True, encoding="utf-8")
+                                         text=True, encoding="utf-8")
         except OSError as e:
             raise BackendError(f"cannot run {sys.executable}: {e}") from e
         self.answers: queue.Queue[str | None] = queue.Queue()

@@ -1,8 +1,10 @@
 """The child process of ``probe``: builds programs on one device, so a driver that aborts kills
 this process and not the interpreter.
 
-Run as ``python -m teflon_py.opencl.runtime.probe_worker P:D NAME``. It selects the device the
-way the parent did (same index, same name), answers ``{"ready": true}`` (or ``{"fatal": why}``
+Run as a script, ``python .../probe_worker.py P:D NAME``, not with ``-m``: importing the
+``teflon_py`` package would cost the child ~1 s, so it loads only its sibling ``pocl_target.py``
+(standard library only) by path. It applies PoCL's CPU-name patch as the parent did, finds the
+device as ``device.select_device`` numbers them (same index, same name), answers ``{"ready": true}`` (or ``{"fatal": why}``
 and exits 3), then reads one JSON request a line from stdin — ``key``, ``source``, ``options``
 and, for tests, ``fault`` ("abort" or "hang") — builds the program, creates its kernels, and
 answers ``{"key": ..., "outcome": "ok"}``, or ``"error"`` when the driver reported a build error
@@ -13,11 +15,31 @@ driver prints lands in the parent's stderr log, whose tail explains a crash.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
+
+HERE = Path(__file__).resolve().parent
+if sys.path and Path(sys.path[0] or ".").resolve() == HERE:
+    del sys.path[0]  # a script's directory leads sys.path: keep device.py and friends from shadowing
+
+
+def _select(spec: str) -> Any:
+    """The device ``spec`` ("P:D") names, numbered as ``device._all_devices`` numbers them."""
+    loader = importlib.util.spec_from_file_location("_teflon_pocl_target", HERE / "pocl_target.py")
+    assert loader is not None and loader.loader is not None
+    pocl_target = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(pocl_target)
+    pocl_target.ensure()  # before PoCL initialises its devices, as in the parent
+    import pyopencl as cl
+
+    p_i, d_i = (int(part) for part in spec.split(":"))
+    devices = cl.get_platforms()[p_i].get_devices()
+    return devices[d_i]
 
 
 def _send(out: TextIO, message: dict[str, Any]) -> None:
@@ -30,11 +52,9 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     spec, name = argv
     try:
+        dev = _select(spec)
         import pyopencl as cl
 
-        from teflon_py.opencl.runtime import device as devices
-
-        dev = devices.select_device(spec)  # applies the parent's PoCL CPU-name patch too
         if dev.name.strip() != name:
             raise LookupError(f"device {spec} is {dev.name.strip()!r} here, not {name!r}")
         context = cl.Context([dev])
