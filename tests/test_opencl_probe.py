@@ -144,7 +144,7 @@ def test_hang_times_out_and_a_longer_timeout_probes_again(dc, fresh, monkeypatch
     from teflon_py.opencl.runtime import programs
 
     source = _unique()
-    fresh.check(dc.device, "warm-up", _unique(), "", "warm.cl", None)  # a started child: its start-up is not timed
+    fresh.check(dc.device, "warm-up", _unique(), "", "warm.cl", None)  # a running child: the count below is of restarts
     monkeypatch.setenv(fresh.FAULT_ENV, "hang:hang.cl")
     monkeypatch.setenv(fresh.TIMEOUT_ENV, "0.5")
     started, probed = fresh.STATS["started"], fresh.STATS["probed"]

@@ -75,9 +75,9 @@ def check(dev: Any, key: str, source: str, options: str, label: str, records: Pa
         return
     limit = timeout()
     record = _read(key, records)
-    if record is not None and not (record["outcome"] == "hang" and record["timeout"] < limit):
+    if record is not None and not (record["outcome"] == "hang" and record.get("timeout", 0) < limit):
         STATS["recorded"] += 1
-        if record["outcome"] != "crash" and record["outcome"] != "hang":
+        if record["outcome"] not in ("crash", "hang"):
             return
         raise BackendError(_message(record, records, key, earlier=True))
     child = _child(dev, limit)
@@ -92,11 +92,12 @@ def check(dev: Any, key: str, source: str, options: str, label: str, records: Pa
 
 
 def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bool) -> str:
-    where = f"{record['label']} on {record['device']}"
+    where = f"{record.get('label', '?')} on {record.get('device', '?')}"
     if record["outcome"] == "hang":
-        what = f"building {where} did not finish within {record['timeout']:g} s ({TIMEOUT_ENV})"
+        what = f"building {where} did not finish within {record.get('timeout', 0):g} s ({TIMEOUT_ENV})"
     else:
-        what = f"the OpenCL driver ended the process building {where} ({record['exit']}: {record['stderr']})"
+        what = (f"the OpenCL driver ended the process building {where} "
+                f"({record.get('exit', '?')}: {record.get('stderr', '')})")
     when = "in an earlier probe" if earlier else "in a probe process"
     retry = f"delete {records / (key + '.crash')} to retry, " if records is not None else ""
     return f"{what} {when}; not building it here ({retry}{ENV}=0 builds without probing)"
