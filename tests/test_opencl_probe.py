@@ -182,6 +182,21 @@ def test_probing_off_builds_in_process_and_records_nothing(dc, fresh, monkeypatc
     assert not list(tmp_path.iterdir())
 
 
+def test_a_probe_that_cannot_start_warns_and_builds_unprobed(dc, fresh, monkeypatch, tmp_path) -> None:
+    from teflon_py.opencl.runtime import programs
+
+    monkeypatch.setattr(fresh, "_children", {})  # this test's broken worker is not the others'
+    monkeypatch.setattr(fresh.devices, "index_of", lambda dev: "99:0")  # no such platform in the child
+    cache = programs.ProgramCache(dc, tmp_path)
+    with pytest.warns(RuntimeWarning, match="cannot start the OpenCL build probe on .*IndexError"):
+        cache.build_source(_unique(), "", label="twice.cl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache.build_source(_unique(), "", label="twice.cl")
+    assert not caught  # no second attempt, no second warning
+    assert cache.stats["source"] == 2 and not list(tmp_path.iterdir())
+
+
 # ---- a real driver that ends the process: Mesa rusticl on llvmpipe ----------------------------
 
 RUSTICL_CHILD = textwrap.dedent("""

@@ -180,9 +180,9 @@ class _Child:
         limit = max(limit, DEFAULT_TIMEOUT)  # start-up: importing pyopencl, finding the platforms
         answer = self._answer(limit)
         if answer is None or not answer.get("ready"):
-            self.close()
             why = answer.get("fatal") if answer else (f"no answer within {limit:g} s" if self.timed_out else
                                                       f"{self._exit()}: {self._tail(0)}")
+            self.close()
             raise BackendError(str(why))
 
     def _read(self) -> None:
@@ -220,9 +220,10 @@ class _Child:
         record: dict[str, Any] = {"label": label, "device": self.device, "timeout": limit}
         if answer is not None and answer.get("key") == key:
             return {**record, "outcome": answer["outcome"]}
-        if self.proc.poll() is None:  # an answer for another request: a confused child
+        try:  # it ended or was killed: wait for its exit status (a kill now would hide it)
+            self.proc.wait(timeout=limit if answer is None else 0)
+        except subprocess.TimeoutExpired:  # still alive: answering another request, or stuck
             self.proc.kill()
-        self.proc.wait()
         return {**record, "outcome": "hang" if self.timed_out else "crash", "exit": self._exit(),
                 "stderr": self._tail(start)}
 
@@ -236,9 +237,11 @@ class _Child:
         return f"exit status {code}"
 
     def _tail(self, start: int, lines: int = 3, chars: int = 400) -> str:
-        """The last non-empty lines the child wrote to stderr since byte ``start``, as one line."""
+        """The last non-empty lines the (ended) child wrote to stderr since byte ``start``, as one
+        line. Only once it ended: the file's offset is shared with the child's writes."""
         size = os.fstat(self.stderr.fileno()).st_size
-        text = os.pread(self.stderr.fileno(), min(size - start, 64 * 1024), max(start, size - 64 * 1024))
+        self.stderr.seek(max(start, size - 64 * 1024))
+        text = self.stderr.read()
         kept = [ln.strip() for ln in text.decode("utf-8", "replace").splitlines() if ln.strip()][-lines:]
         joined = " / ".join(kept) or "no message"
         return joined if len(joined) <= chars else "..." + joined[-chars:]
