@@ -321,7 +321,7 @@ def _pocl_kernel_cache_on() -> bool:
 
 def _cached_files() -> int:
     """Files in PoCL's kernel cache and ours: a compile adds some, a cache hit none (PoCL's
-    per-process ``tempfile_*`` scratch files aside)."""
+    per-process ``tempfile_*`` scratch files and our build probe's ``.ok`` records aside)."""
     dirs = [os.environ.get("POCL_CACHE_DIR") or
             os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pocl", "kcache")]
     try:
@@ -330,7 +330,8 @@ def _cached_files() -> int:
         dirs.append(str(programs.default_cache_dir()))
     except ImportError:
         pass
-    return sum(1 for d in dirs for _, _, files in os.walk(d) for f in files if not f.startswith("tempfile"))
+    return sum(1 for d in dirs for _, _, files in os.walk(d) for f in files
+               if not f.startswith("tempfile") and not f.endswith(".ok"))
 
 
 def _litert(model: str, inputs: list[np.ndarray]) -> Any:

@@ -70,6 +70,14 @@ def list_devices() -> list[dict[str, Any]]:
     ]
 
 
+def index_of(dev: Any) -> str:
+    """``dev``'s "P:D" spec (``select_device`` finds it again in another process with the same ICDs)."""
+    for p_i, d_i, other in _all_devices():
+        if other.int_ptr == dev.int_ptr:
+            return f"{p_i}:{d_i}"
+    raise BackendError(f"OpenCL device {dev.name.strip()!r} is not among the platforms' devices")
+
+
 def device_kind(dev: Any) -> str:
     """"GPU", "CPU", "ACCELERATOR" or "OTHER" (PoCL also sets the DEFAULT bit; ignore it)."""
     t = _cl().device_type

@@ -17,7 +17,9 @@ partition's first run, so binaries carry the JIT-compiled kernels) writes them.
 
 Entries are one file per key: the sha256 of (source, options, device name, platform version,
 driver version). A file holds a magic, the payload's sha256 and the payload; a damaged or
-unloadable one is rebuilt from source.
+unloadable one is rebuilt from source. A program with no binary is first built in a child
+process (``probe``: some drivers abort the process instead of reporting a build error), whose
+outcome is kept beside the binaries as ``<key>.ok`` or ``<key>.crash``.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from teflon_py.errors import BackendError
+from teflon_py.opencl.runtime import probe
 from teflon_py.opencl.runtime.device import DeviceContext
 
 ENV = "TEFLON_CACHE_DIR"
@@ -160,6 +163,7 @@ class ProgramCache:
                 return _memo[memo_key]
             program = self._load(key, options) if self.use_disk else None
             if program is None:
+                probe.check(self.dc.device, key, source, options, label, self.cache_dir if self.use_disk else None)
                 program = self._compile(source, options, label)
                 if self.save_binaries:
                     self._pending[key] = program

@@ -1,0 +1,259 @@
+"""Build a program in a child process before building it here, so a driver crash is survivable.
+
+Some OpenCL compilers end the process instead of reporting a build error: Mesa rusticl on
+llvmpipe exits on ``__builtin_prefetch`` ("Unexpected llvm intrinsic: llvm.prefetch") and aborts
+on 64-lane vectors ("LLVM ERROR: Unsupported vector type"). So the first build of each program
+(source + options) on each device and driver runs in a child (``probe_worker``, one per device,
+started at its first probe and kept for the process's life, so its start-up, ~0.5 s, is paid
+once); only
+when the child survived does the parent build it. A child killed while building, or still busy
+after ``TEFLON_CL_PROBE_TIMEOUT`` seconds (default 120), makes the build a ``BackendError``
+naming the program and device: the interpreter runs the partition on NumPy with a one-line
+warning (``TEFLON_STRICT`` makes it an error).
+
+Outcomes are recorded next to the program binaries (``<key>.ok`` / ``<key>.crash``, the key
+covering source, options, device and driver versions), so each program is probed once per
+driver; a cached binary needs no probe. On PoCL the child's build also fills PoCL's kernel cache,
+so the parent's own build of the same program takes ~25 ms: probing costs the child's start-up
+and little per program. A timed-out build is probed again under a
+longer timeout. ``TEFLON_CL_PROBE=0`` builds in-process without probing, ignoring the records.
+``TEFLON_CL_PROBE_FAULT`` (tests) makes the child abort or hang on programs built from a file:
+``abort:gemm.cl,hang:qconv.cl``.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from teflon_py.errors import BackendError
+from teflon_py.opencl.runtime import device as devices
+
+ENV = "TEFLON_CL_PROBE"
+TIMEOUT_ENV = "TEFLON_CL_PROBE_TIMEOUT"
+FAULT_ENV = "TEFLON_CL_PROBE_FAULT"
+DEFAULT_TIMEOUT = 120.0
+#: Probes in this process: "started" children, "probed" programs, and their outcomes ("ok",
+#: "error": a build error the driver survived, "crash", "hang"); "recorded": answered from a record.
+STATS: Counter[str] = Counter()
+_known: dict[str, dict[str, Any]] = {}  # key -> outcome record, for caches without a directory
+_children: dict[int, _Child | None] = {}  # device pointer -> its worker; None: it cannot start
+
+
+def forget() -> None:
+    """Forget this process's outcomes (tests use it to exercise the records on disk)."""
+    _known.clear()
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip() != "0"
+
+
+def timeout() -> float:
+    value = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        return float(value) if value.strip() else DEFAULT_TIMEOUT
+    except ValueError:
+        raise BackendError(f"{TIMEOUT_ENV} must be a number of seconds, got {value!r}") from None
+
+
+def check(dev: Any, key: str, source: str, options: str, label: str, records: Path | None) -> None:
+    """Return when building ``source`` with ``options`` on ``dev`` does not kill the process (as
+    recorded, or probed now); raise BackendError when it did kill a child. ``records``: the
+    directory of the ``.ok`` / ``.crash`` files (None: remembered in this process only)."""
+    if not enabled():
+        return
+    limit = timeout()
+    record = _read(key, records)
+    if record is not None and not (record["outcome"] == "hang" and record.get("timeout", 0) < limit):
+        STATS["recorded"] += 1
+        if record["outcome"] not in ("crash", "hang"):
+            return
+        raise BackendError(_message(record, records, key, earlier=True))
+    child = _child(dev, limit)
+    if child is None:
+        return  # cannot probe here: build as before
+    record = child.probe(key, source, options, label, _fault(label), limit)
+    STATS["probed"] += 1
+    STATS[record["outcome"]] += 1
+    _write(key, records, record)
+    if record["outcome"] in ("crash", "hang"):
+        raise BackendError(_message(record, records, key, earlier=False))
+
+
+def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bool) -> str:
+    where = f"{record.get('label', '?')} on {record.get('device', '?')}"
+    if record["outcome"] == "hang":
+        what = f"building {where} did not finish within {record.get('timeout', 0):g} s ({TIMEOUT_ENV})"
+    else:
+        what = (f"the OpenCL driver ended the process building {where} "
+                f"({record.get('exit', '?')}: {record.get('stderr', '')})")
+    when = "in an earlier probe" if earlier else "in a probe process"
+    retry = f"delete {records / (key + '.crash')} to retry, " if records is not None else ""
+    return f"{what} {when}; not building it here ({retry}{ENV}=0 builds without probing)"
+
+
+def _fault(label: str) -> str | None:
+    for item in os.environ.get(FAULT_ENV, "").replace("|", ",").split(","):
+        kind, _, name = item.strip().partition(":")
+        if name and (name == label or name in label.split("+")):
+            return kind
+    return None
+
+
+def _read(key: str, records: Path | None) -> dict[str, Any] | None:
+    if key in _known or records is None:
+        return _known.get(key)
+    for suffix in ("ok", "crash"):
+        try:
+            record = json.loads((records / f"{key}.{suffix}").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and "outcome" in record:
+            _known[key] = record
+            return record
+    return None
+
+
+def _write(key: str, records: Path | None, record: dict[str, Any]) -> None:
+    _known[key] = record
+    if records is None:
+        return
+    suffix = "crash" if record["outcome"] in ("crash", "hang") else "ok"
+    path = records / f"{key}.{suffix}"
+    try:
+        records.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, path)
+        (records / f"{key}.{'ok' if suffix == 'crash' else 'crash'}").unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only cache directory: probe again next time
+
+
+def _child(dev: Any, limit: float) -> _Child | None:
+    """The device's worker, started when there is none (or it died); None when it cannot start."""
+    ptr = dev.int_ptr
+    child = _children.get(ptr, False)
+    if child is None:
+        return None
+    if child is False or not child.alive():
+        try:
+            child = _children[ptr] = _Child(dev, limit)
+            STATS["started"] += 1
+        except BackendError as e:
+            _children[ptr] = None
+            warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
+                          f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
+            return None
+    return child
+
+
+class _Child:
+    """One ``probe_worker`` process on one device: requests on its stdin, answers on its stdout,
+    its stderr in a temporary file whose tail explains a crash."""
+
+    def __init__(self, dev: Any, limit: float):
+        self.device = f"{dev.name.strip()} ({dev.platform.name.strip()} {dev.driver_version.strip()})"
+        self.pid = os.getpid()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's life, closed by close()
+        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip()]
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         text=True, encoding="utf-8")
+        except OSError as e:
+            raise BackendError(f"cannot run {sys.executable}: {e}") from e
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        self.timed_out = False
+        threading.Thread(target=self._read, daemon=True).start()
+        atexit.register(self.close)
+        limit = max(limit, DEFAULT_TIMEOUT)  # start-up: importing pyopencl, finding the platforms
+        answer = self._answer(limit)
+        if answer is None or not answer.get("ready"):
+            why = answer.get("fatal") if answer else (f"no answer within {limit:g} s" if self.timed_out else
+                                                      f"{self._exit()}: {self._tail(0)}")
+            self.close()
+            raise BackendError(str(why))
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.answers.put(line)
+        self.answers.put(None)
+
+    def _answer(self, limit: float) -> dict[str, Any] | None:
+        """The next answer; None when the child ended (or was killed after ``limit`` seconds)."""
+        try:
+            line = self.answers.get(timeout=limit)
+        except queue.Empty:
+            self.timed_out = True
+            self.proc.kill()
+            self.proc.wait()
+            return None
+        return json.loads(line) if line is not None else None
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None
+
+    def probe(self, key: str, source: str, options: str, label: str, fault: str | None,
+              limit: float) -> dict[str, Any]:
+        """The record of building one program in the child: outcome "ok", "error", "crash", "hang"."""
+        start = os.fstat(self.stderr.fileno()).st_size
+        request = {"key": key, "source": source, "options": options, "fault": fault}
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            answer = self._answer(limit)
+        except (BrokenPipeError, OSError):
+            answer = None
+        record: dict[str, Any] = {"label": label, "device": self.device, "timeout": limit}
+        if answer is not None and answer.get("key") == key:
+            return {**record, "outcome": answer["outcome"]}
+        try:  # it ended or was killed: wait for its exit status (a kill now would hide it)
+            self.proc.wait(timeout=limit if answer is None else 0)
+        except subprocess.TimeoutExpired:  # still alive: answering another request, or stuck
+            self.proc.kill()
+        return {**record, "outcome": "hang" if self.timed_out else "crash", "exit": self._exit(),
+                "stderr": self._tail(start)}
+
+    def _exit(self) -> str:
+        code = self.proc.wait()
+        if code < 0:
+            try:
+                return f"signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"signal {-code}"
+        return f"exit status {code}"
+
+    def _tail(self, start: int, lines: int = 3, chars: int = 400) -> str:
+        """The last non-empty lines the (ended) child wrote to stderr since byte ``start``, as one
+        line. Only once it ended: the file's offset is shared with the child's writes."""
+        size = os.fstat(self.stderr.fileno()).st_size
+        self.stderr.seek(max(start, size - 64 * 1024))
+        text = self.stderr.read()
+        kept = [ln.strip() for ln in text.decode("utf-8", "replace").splitlines() if ln.strip()][-lines:]
+        joined = " / ".join(kept) or "no message"
+        return joined if len(joined) <= chars else "..." + joined[-chars:]
+
+    def close(self) -> None:
+        if self.pid != os.getpid():
+            return
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
