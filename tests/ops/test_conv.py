@@ -195,6 +195,21 @@ def test_conv_2d(backend: str, index: int, mode: str) -> None:
     check_model(conv_model(CONV_CASES[index], mode, ACTIVATIONS[index % 4], seed=index), backend, seed=index)
 
 
+@pytest.mark.parametrize("index", range(len(CONV_CASES)), ids=lambda i: str(CONV_CASES[i]))
+def test_conv_2d_gpu_family(gpu_family: str, index: int) -> None:
+    """The float cases on the GPU-style kernels (gpu_gemm.cl), whatever the device's default."""
+    check_model(conv_model(CONV_CASES[index], "float32", ACTIVATIONS[index % 4], seed=index), gpu_family, seed=index)
+
+
+@pytest.mark.parametrize("case", [Case((1, 9, 10, 7), (3, 3), 13, padding=VALID), Case((3, 5, 5, 6), (1, 1), 9),
+                                  Case((1, 6, 6, 5), (3, 3), 3, stride=(2, 2)), Case((2, 4, 3, 6), (1, 1), 2)],
+                         ids=str)
+def test_conv_2d_gpu_family_edges(gpu_family: str, case: Case) -> None:
+    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 8- and 4-wide groups
+    (as GEMM for 1x1, as the convolution otherwise), a lone float4 group (<= 4 channels)."""
+    check_model(conv_model(case, "float32", ir.Activation.RELU6, seed=3), gpu_family)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("act", ACTIVATIONS, ids=lambda a: a.name)
 def test_conv_2d_activations(backend: str, act: ir.Activation, mode: str) -> None:
