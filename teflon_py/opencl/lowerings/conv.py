@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import gpu_specs
+from teflon_py.opencl.kernels import gpu_small, gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
@@ -126,11 +126,15 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
 @register("DEPTHWISE_CONV_2D", check=check_depthwise_conv_2d, constants=(1, 2), fuses_activation=True,
           folds_pad=True)
 def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
-    """16 channels x a row of pixels per work-item (``depthwise.cl``); any depth multiplier."""
+    """16 channels x a row of pixels per work-item (``depthwise.cl``), or on the GPU family one
+    channel x a small pixel patch per work-item (``gpu_depthwise.cl``); any depth multiplier."""
     x = ctx.input()
     w = ctx.constant(ctx.operand(1))
     shape = ctx.shape(x)
-    spec = kernels.depthwise_spec(shape, w, _bias(ctx), depth_multiplier=w.shape[3] // shape[3],
-                                  stride=attrs.strides, dilation=attrs.dilations, padding=attrs.padding,
-                                  activation=ctx.clamp(), pads=ctx.pads())
+    kw = {"depth_multiplier": w.shape[3] // shape[3], "stride": attrs.strides, "dilation": attrs.dilations,
+          "padding": attrs.padding, "activation": ctx.clamp(), "pads": ctx.pads()}
+    if ctx.params.gpu:
+        spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
+    else:
+        spec = kernels.depthwise_spec(shape, w, _bias(ctx), **kw)
     ctx.launch(spec, input=x, output=ctx.output())

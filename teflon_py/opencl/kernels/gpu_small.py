@@ -1,0 +1,102 @@
+"""GPU-style ("gpu" kernel family, ``params.py``) specs for depthwise convolution and the launch
+geometry of the small generic kernels.
+
+GPU-style: a few outputs per work-item, work-groups of ``KernelParams.small_wg`` items, global sizes
+padded to whole work-groups (kernels return early past the edge) and large enough to fill
+compute units x SIMD lanes. Adjacent work-items along dimension 0 touch adjacent memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from teflon_py import ir
+from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.specs import NO_PADS, Clamp, KernelSpec, Pads
+from teflon_py.opencl.params import KernelParams
+from teflon_py.opencl.runtime.programs import template
+
+#: the gpu family's default parameters where no device chose them (specs built in tests)
+GPU = KernelParams(family="gpu")
+
+#: (K, S) of the depthwise kernels for a square K x K filter at stride S, dilation 1, that load
+#: each input row once for RH output rows; any other geometry runs the ``_any`` instantiation.
+DEPTHWISE_GPU_FAST: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
+#: (pixels along W, output rows) per work-item of the fast depthwise kernels, by stride.
+DEPTHWISE_GPU_TILE = {1: (4, 4), 2: (4, 2)}
+#: pixels along W per work-item of the any-geometry kernel
+DEPTHWISE_GPU_ANY_PX = 2
+
+
+def round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def group_2d(nx: int, ny: int, wg: int) -> tuple[int, int]:
+    """A work-group of about ``wg`` items over an ``nx`` x ``ny`` grid: as wide along x (the
+    contiguous axis) as x allows, in powers of two, the rest along y."""
+    lx = 1
+    while lx * 2 <= min(nx, wg):
+        lx *= 2
+    if lx < nx and lx * 2 <= wg:  # round nx up rather than waste most of a group on y
+        lx *= 2
+    ly = max(1, wg // lx)
+    while ly > 1 and ly // 2 >= ny:
+        ly //= 2
+    return lx, ly
+
+
+def depthwise_gpu_entry(v: int, k: int | None = None, s: int | None = None, px: int | None = None,
+                        rh: int | None = None) -> tuple[str, tuple]:
+    """(kernel name, file entry) of one gpu depthwise instantiation: fast (``k``, ``s``) or any."""
+    if k is None:
+        px = px or DEPTHWISE_GPU_ANY_PX
+        name = f"depthwise_gpu_any_v{v}p{px}"
+        return name, template("gpu_depthwise.cl", DW_NAME=name, V=v, PX=px)
+    dpx, drh = DEPTHWISE_GPU_TILE[1 if s == 1 else 2]
+    px, rh = px or dpx, rh or drh
+    name = f"depthwise_gpu_{k}x{s}_v{v}p{px}r{rh}"
+    return name, template("gpu_depthwise.cl", DW_NAME=name, V=v, PX=px, RH=rh, K=k, S=s)
+
+
+def depthwise_gpu_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None,
+                       *, depth_multiplier: int = 1, stride: tuple[int, int] = (1, 1),
+                       dilation: tuple[int, int] = (1, 1), padding: ir.Padding | int = ir.Padding.SAME,
+                       activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
+                       params: KernelParams = GPU, v: int | None = None, px: int | None = None,
+                       rh: int | None = None, fast: bool = True) -> KernelSpec:
+    """``kernels.depthwise_spec``'s op on the gpu family (``gpu_depthwise.cl``): ``v`` channels x
+    ``px`` x ``rh`` output pixels per work-item (defaults: ``DEPTHWISE_GPU_TILE``); ``fast=False``
+    forces the any-geometry kernel."""
+    nb, ih, iw, c = input_shape
+    _, kh, kw, oc = filt.shape
+    if oc != c * depth_multiplier:
+        raise ValueError(f"filter has {oc} channels, input {c} x depth multiplier {depth_multiplier}")
+    wh, ww = kernels.padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
+    lo, hi = kernels.clamp_of(activation)
+    if v is None:
+        v = 1
+    if v > 1 and (depth_multiplier != 1 or c % v):
+        raise ValueError(f"{v} channels per work-item need depth multiplier 1 and channels a multiple of {v}")
+    args = kernels.scalars(NB=nb, IH=ih, IW=iw, C=c, DM=depth_multiplier, OC=oc, OH=wh.out, OW=ww.out,
+                           PT=wh.pad, PL=ww.pad, lo=float(lo), hi=float(hi))
+    square = kh == kw and stride[0] == stride[1] and dilation == (1, 1)
+    if fast and square and (kw, stride[1]) in DEPTHWISE_GPU_FAST:
+        entry, file = depthwise_gpu_entry(v, kw, stride[1], px, rh)
+        tile = dict(file[1])
+        px, rows = int(tile["PX"]), int(tile["RH"])
+    else:
+        entry, file = depthwise_gpu_entry(v, px=px)
+        px, rows = int(dict(file[1])["PX"]), 1
+        args.update(kernels.scalars(KH=kh, KW=kw, SH=stride[0], SW=stride[1], DH=dilation[0], DW=dilation[1]))
+    nx, ny = oc // v, -(-ww.out // px)
+    lx, ly = group_2d(nx, ny, params.small_wg)
+    return KernelSpec(
+        files=("common.cl", file), name="depthwise", defines={},
+        global_size=(round_up(nx, lx), round_up(ny, ly), nb * -(-wh.out // rows)), local_size=(lx, ly, 1),
+        args=("input", "weights", "bias", "zeros", "output", *args),
+        constants={"weights": np.ascontiguousarray(np.asarray(filt, np.float32).reshape(kh * kw, oc)),
+                   "bias": packing.pad_vector(bias, oc, oc)},
+        zeros=v, flops=2 * nb * wh.out * ww.out * oc * kh * kw, scalars=args, entry=entry,
+        out_shape=(nb, wh.out, ww.out, oc),
+    )
