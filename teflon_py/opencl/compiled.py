@@ -33,6 +33,7 @@ from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
 from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
+from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
 from teflon_py.opencl.lowerings import lowering_for
@@ -203,6 +204,8 @@ class Builder:
 
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
+        if self.params.gpu:  # the small kernels' CPU work splits become GPU-style grids
+            spec = gpu_small.regrid(spec, self.params)
         self.launches.append(PlannedLaunch(spec, dict(bindings), self.current))
 
     def alias(self, dst: int, src: int) -> None:

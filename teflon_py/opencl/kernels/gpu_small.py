@@ -7,6 +7,8 @@ compute units x SIMD lanes. Adjacent work-items along dimension 0 touch adjacent
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from teflon_py import ir
@@ -100,3 +102,84 @@ def depthwise_gpu_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray,
         zeros=v, flops=2 * nb * wh.out * ww.out * oc * kh * kw, scalars=args, entry=entry,
         out_shape=(nb, wh.out, ww.out, oc),
     )
+
+
+# -- the small generic kernels ------------------------------------------------------------------
+
+#: work-items a small kernel's launch aims for, in units of ``KernelParams.min_items``
+SMALL_WAVES = 4
+#: elements one work-item of a small kernel takes at most (amortises its index arithmetic)
+SMALL_CHUNK = 16
+
+
+def gpu_rows(rows: int, inner: int, params: KernelParams) -> tuple[int, int]:
+    """(rows per item, chunk) for ``rows`` x ``inner`` elements on the gpu family: about
+    ``SMALL_WAVES * params.min_items`` work-items, each at most ``SMALL_CHUNK`` consecutive
+    elements of one row (or whole short rows, ``rpi`` of them, when rows alone give enough)."""
+    rows, inner = max(rows, 1), max(inner, 1)
+    per_item = max(1, min(SMALL_CHUNK, rows * inner // (SMALL_WAVES * params.min_items)))
+    if per_item >= inner:
+        return max(1, per_item // inner), inner
+    return 1, per_item
+
+
+def regrid(spec: KernelSpec, params: KernelParams) -> KernelSpec:
+    """``spec`` relaunched GPU-style when it follows one of the small kernels' work splits, else
+    unchanged: ``row_blocks``' (scalars rows, rpi, inner or n4, chunk; global (pieces, row
+    blocks)), its flat form (n, chunk; global (pieces,)), PAD's rows of whole rows (rows, rpi; global
+    (1, row blocks)) or the reductions' (n_out, opi; global (items,)). Every such kernel clips its
+    ranges to the tensor, so work-items past the end of the padded grid do nothing."""
+    s = spec.scalars
+    g = tuple(spec.global_size)
+    wg = params.small_wg
+    if "rows" in s and "rpi" in s and len(g) == 2:
+        rows, rpi = int(s["rows"]), int(s["rpi"])
+        inner_key = "inner" if "inner" in s else "n4" if "n4" in s else None
+        if inner_key is not None and "chunk" in s:
+            inner, chunk = int(s[inner_key]), int(s["chunk"])
+            if g != (-(-inner // chunk), -(-rows // rpi)):
+                return spec
+            rpi, chunk = gpu_rows(rows, inner, params)
+            nx, ny = -(-inner // chunk), -(-rows // rpi)
+            lx, ly = group_2d(nx, ny, wg)
+            new = {**s, **kernels.scalars(rpi=rpi, chunk=chunk)}
+            return dataclasses.replace(spec, scalars=new, global_size=(round_up(nx, lx), round_up(ny, ly)),
+                                       local_size=(lx, ly))
+        if "chunk" not in s and g == (1, -(-rows // rpi)):
+            ly = group_2d(rows, 1, wg)[0]  # rows along dimension 1 here
+            return dataclasses.replace(spec, scalars={**s, **kernels.scalars(rpi=1)},
+                                       global_size=(1, round_up(rows, ly)), local_size=(1, ly))
+        return spec
+    if "n" in s and "chunk" in s and "rows" not in s and len(g) == 1:
+        n, chunk = int(s["n"]), int(s["chunk"])
+        if g != (-(-n // chunk),):
+            return spec
+        _, chunk = gpu_rows(1, n, params)
+        nx = -(-n // chunk)
+        lx = group_2d(nx, 1, wg)[0]
+        return dataclasses.replace(spec, scalars={**s, **kernels.scalars(chunk=chunk)},
+                                   global_size=(round_up(nx, lx),), local_size=(lx,))
+    if "n_out" in s and "opi" in s and len(g) == 1:
+        n_out, opi = int(s["n_out"]), int(s["opi"])
+        if g != (-(-n_out // opi),):
+            return spec
+        lx = group_2d(n_out, 1, wg)[0]
+        return dataclasses.replace(spec, scalars={**s, **kernels.scalars(opi=1)},
+                                   global_size=(round_up(n_out, lx),), local_size=(lx,))
+    return spec
+
+
+def pool_gpu_spec(kernel: str, nb: int, c: int, ih: int, iw: int, wh: kernels.Window, ww: kernels.Window,
+                  filt: tuple[int, int], strides: tuple[int, int], pads: Pads, clamp: Clamp,
+                  params: KernelParams = GPU) -> KernelSpec:
+    """``avg_pool`` / ``max_pool`` on the gpu family (``gpu_pool.cl``): one output float per
+    work-item; ``wh``, ``ww``: the windows over the input padded by ``pads`` (pool.py's)."""
+    (ept, epb), (epl, epr) = pads
+    (fh, fw), (sh, sw) = filt, strides
+    args = kernels.scalars(NB=nb, C=c, IH=ih, IW=iw, OH=wh.out, OW=ww.out, FH=fh, FW=fw, SH=sh, SW=sw,
+                           PT=wh.pad, PL=ww.pad, EPT=ept, EPB=epb, EPL=epl, EPR=epr, lo=float(clamp[0]),
+                           hi=float(clamp[1]))
+    lx, ly = group_2d(c, ww.out, params.small_wg)
+    return KernelSpec(files=("gpu_pool.cl",), name=kernel, defines={}, entry=f"{kernel}_gpu",
+                      global_size=(round_up(c, lx), round_up(ww.out, ly), nb * wh.out), local_size=(lx, ly, 1),
+                      args=("input", "output", *args), scalars=args)
