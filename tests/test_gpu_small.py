@@ -63,14 +63,22 @@ def test_other_splits_untouched() -> None:
     assert gpu_small.regrid(once, LLVMPIPE) is once
 
 
-@pytest.mark.parametrize("stride,tile", [(1, gpu_small.DEPTHWISE_GPU_TILE[1]), (2, gpu_small.DEPTHWISE_GPU_TILE[2])])
-def test_depthwise_grid(stride: int, tile: tuple) -> None:
-    shape = (2, 13, 11, 40)
-    spec = gpu_small.depthwise_gpu_spec(shape, np.ones((1, 3, 3, 40), np.float32), None, stride=(stride, stride),
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 13, 11, 40), (1, 112, 112, 32), (1, 7, 7, 64)], ids=str)
+def test_depthwise_grid(stride: int, shape: tuple) -> None:
+    """Whole work-groups over every (channel, patch); the biggest patch that leaves enough
+    work-items (a quarter of min_items), smaller ones for small layers."""
+    nb, ih, iw, c = shape
+    spec = gpu_small.depthwise_gpu_spec(shape, np.ones((1, 3, 3, c), np.float32), None, stride=(stride, stride),
                                         params=LLVMPIPE)
     covers(spec)
-    oh, ow = -(-13 // stride), -(-11 // stride)
-    px, rh = tile
-    assert spec.global_size[0] >= 40 and spec.global_size[1] >= -(-ow // px)
-    assert spec.global_size[2] == 2 * -(-oh // rh)
-    assert spec.function == f"depthwise_gpu_3x{stride}_v1p{px}r{rh}"
+    oh, ow = -(-ih // stride), -(-iw // stride)
+    px, rh = (int(t) for t in spec.function.split("_v1p")[1].split("r"))
+    tiles = gpu_small.DEPTHWISE_GPU_TILES[stride]
+    items = {t: c * nb * -(-oh // t[1]) * -(-ow // t[0]) for t in tiles}
+    k = tiles.index((px, rh))
+    assert all(items[t] < LLVMPIPE.min_items // 4 for t in tiles[:k])
+    assert items[(px, rh)] >= LLVMPIPE.min_items // 4 or k == len(tiles) - 1
+    assert (px, rh) == tiles[0] or ih < 112
+    assert spec.global_size[0] >= c and spec.global_size[1] >= -(-ow // px)
+    assert spec.global_size[2] == nb * -(-oh // rh)

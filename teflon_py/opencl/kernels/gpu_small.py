@@ -24,8 +24,13 @@ GPU = KernelParams(family="gpu")
 #: (K, S) of the depthwise kernels for a square K x K filter at stride S, dilation 1, that load
 #: each input row once for RH output rows; any other geometry runs the ``_any`` instantiation.
 DEPTHWISE_GPU_FAST: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
-#: (pixels along W, output rows) per work-item of the fast depthwise kernels, by stride.
-DEPTHWISE_GPU_TILE = {1: (4, 4), 2: (4, 2)}
+#: (pixels along W, output rows) per work-item of the fast depthwise kernels, by stride, largest
+#: first: the largest that still gives ``params.min_items // DEPTHWISE_GPU_SPREAD`` work-items is
+#: taken (bigger patches load fewer inputs and weights per output: on llvmpipe, where every load is
+#: a loop over the lanes, 4x4 measured ~2x faster than 2x2 on a 112x112x32 layer; small layers
+#: need the smaller patches to fill a GPU).
+DEPTHWISE_GPU_TILES = {1: ((4, 4), (2, 2), (1, 1)), 2: ((4, 2), (2, 1), (1, 1))}
+DEPTHWISE_GPU_SPREAD = 4
 #: pixels along W per work-item of the any-geometry kernel
 DEPTHWISE_GPU_ANY_PX = 2
 
@@ -48,6 +53,15 @@ def group_2d(nx: int, ny: int, wg: int) -> tuple[int, int]:
     return lx, ly
 
 
+def choose_tile(stride: int, items_c: int, nb: int, oh: int, ow: int, params: KernelParams) -> tuple[int, int]:
+    """The largest patch of ``DEPTHWISE_GPU_TILES`` that gives enough work-items (the last, else)."""
+    tiles = DEPTHWISE_GPU_TILES[1 if stride == 1 else 2]
+    for px, rh in tiles:
+        if items_c * nb * -(-oh // rh) * -(-ow // px) >= params.min_items // DEPTHWISE_GPU_SPREAD:
+            return px, rh
+    return tiles[-1]
+
+
 def depthwise_gpu_entry(v: int, k: int | None = None, s: int | None = None, px: int | None = None,
                         rh: int | None = None) -> tuple[str, tuple]:
     """(kernel name, file entry) of one gpu depthwise instantiation: fast (``k``, ``s``) or any."""
@@ -55,7 +69,7 @@ def depthwise_gpu_entry(v: int, k: int | None = None, s: int | None = None, px: 
         px = px or DEPTHWISE_GPU_ANY_PX
         name = f"depthwise_gpu_any_v{v}p{px}"
         return name, template("gpu_depthwise.cl", DW_NAME=name, V=v, PX=px)
-    dpx, drh = DEPTHWISE_GPU_TILE[1 if s == 1 else 2]
+    dpx, drh = DEPTHWISE_GPU_TILES[1 if s == 1 else 2][0]
     px, rh = px or dpx, rh or drh
     name = f"depthwise_gpu_{k}x{s}_v{v}p{px}r{rh}"
     return name, template("gpu_depthwise.cl", DW_NAME=name, V=v, PX=px, RH=rh, K=k, S=s)
@@ -68,7 +82,7 @@ def depthwise_gpu_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray,
                        params: KernelParams = GPU, v: int | None = None, px: int | None = None,
                        rh: int | None = None, fast: bool = True) -> KernelSpec:
     """``kernels.depthwise_spec``'s op on the gpu family (``gpu_depthwise.cl``): ``v`` channels x
-    ``px`` x ``rh`` output pixels per work-item (defaults: ``DEPTHWISE_GPU_TILE``); ``fast=False``
+    ``px`` x ``rh`` output pixels per work-item (default: ``choose_tile``); ``fast=False``
     forces the any-geometry kernel."""
     nb, ih, iw, c = input_shape
     _, kh, kw, oc = filt.shape
@@ -84,6 +98,8 @@ def depthwise_gpu_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray,
                            PT=wh.pad, PL=ww.pad, lo=float(lo), hi=float(hi))
     square = kh == kw and stride[0] == stride[1] and dilation == (1, 1)
     if fast and square and (kw, stride[1]) in DEPTHWISE_GPU_FAST:
+        if px is None and rh is None:
+            px, rh = choose_tile(stride[1], oc // v, nb, wh.out, ww.out, params)
         entry, file = depthwise_gpu_entry(v, kw, stride[1], px, rh)
         tile = dict(file[1])
         px, rows = int(tile["PX"]), int(tile["RH"])
