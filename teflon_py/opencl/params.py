@@ -33,7 +33,7 @@ class KernelParams:
     #: gpu family: work-group of the gemm / conv tile grid (column groups x row blocks); adjacent
     #: work-items along dim 0 read adjacent column groups of B and write adjacent outputs. On
     #: llvmpipe 4 x 16 (an 8-lane vector spans 4 column groups x 2 row blocks) measured 2-5x
-    #: faster than 8 x 8 or 8 x 1 (benchmarks/gpu_family.md)
+    #: faster than 8 x 8 or 8 x 1 (BENCHMARKS.md, "Kernel families")
     gemm_wg: tuple[int, int] = (8, 8)
     #: gpu family: output rows (gemm) or pixels (conv) per work-item, each 4 channels wide
     gemm_rows: int = 4
