@@ -30,8 +30,10 @@ class KernelParams:
 
     family: str = "cpu"
     device: str = "unknown device"
-    #: gpu family: work-group of the gemm / conv tile grid (column-quads x row blocks); adjacent
-    #: work-items along dim 0 read adjacent 4-column groups of B and write adjacent outputs
+    #: gpu family: work-group of the gemm / conv tile grid (column groups x row blocks); adjacent
+    #: work-items along dim 0 read adjacent column groups of B and write adjacent outputs. On
+    #: llvmpipe 4 x 16 (an 8-lane vector spans 4 column groups x 2 row blocks) measured 2-5x
+    #: faster than 8 x 8 or 8 x 1 (BENCHMARKS.md, "Kernel families")
     gemm_wg: tuple[int, int] = (8, 8)
     #: gpu family: output rows (gemm) or pixels (conv) per work-item, each 4 channels wide
     gemm_rows: int = 4
@@ -78,7 +80,8 @@ def params_for(caps: Caps, family: str | None = None) -> KernelParams:
     else:
         family = check_family(family, "kernel_family")
     wg_max = max(1, caps.max_work_group_size)
-    wg = (8, 8) if wg_max >= 64 else (min(8, wg_max), max(1, wg_max // 8))
+    wide = 4 if caps.simd_work_items and caps.device_type != "GPU" else 8
+    wg = (wide, 64 // wide) if wg_max >= 64 else (min(wide, wg_max), max(1, wg_max // wide))
     lanes = 8 if caps.simd_work_items or caps.device_type == "GPU" else 1
     return KernelParams(
         family=family, device=caps.name, gemm_wg=wg, small_wg=min(64, wg_max),

@@ -201,12 +201,14 @@ def test_conv_2d_gpu_family(gpu_family: str, index: int) -> None:
     check_model(conv_model(CONV_CASES[index], "float32", ACTIVATIONS[index % 4], seed=index), gpu_family, seed=index)
 
 
-@pytest.mark.parametrize("case", [Case((1, 9, 10, 7), (3, 3), 13, padding=VALID), Case((3, 5, 5, 6), (1, 1), 9),
+@pytest.mark.parametrize("case", [Case((1, 9, 10, 7), (3, 3), 37, padding=VALID), Case((3, 5, 5, 6), (1, 1), 42),
+                                  Case((1, 9, 10, 8), (3, 3), 13), Case((3, 5, 5, 6), (1, 1), 9),
                                   Case((1, 6, 6, 5), (3, 3), 3, stride=(2, 2)), Case((2, 4, 3, 6), (1, 1), 2)],
                          ids=str)
 def test_conv_2d_gpu_family_edges(gpu_family: str, case: Case) -> None:
-    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 8- and 4-wide groups
-    (as GEMM for 1x1, as the convolution otherwise), a lone float4 group (<= 4 channels)."""
+    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 8-wide (32 or more
+    channels) and 4-wide groups, as GEMM for 1x1 and as the convolution otherwise, and a lone
+    float4 group (<= 4 channels)."""
     check_model(conv_model(case, "float32", ir.Activation.RELU6, seed=3), gpu_family)
 
 

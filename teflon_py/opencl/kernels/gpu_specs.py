@@ -34,8 +34,9 @@ from teflon_py.opencl.runtime.programs import FileEntry, template
 
 def tile_for(m: int, n: int, params: KernelParams) -> tuple[int, int]:
     """One row for a single-row GEMM (FULLY_CONNECTED on one input), else ``params.gemm_rows``;
-    two float4s across unless the layer has at most 4 columns."""
-    return (1 if m == 1 else params.gemm_rows, 1 if n <= 4 else 2)
+    two float4s across from 32 columns (four 8-wide groups: a work-group row stays 4 wide), else
+    one."""
+    return (1 if m == 1 else params.gemm_rows, 2 if n >= 32 else 1)
 
 
 def files_for(kind: str, tm: int, tn: int) -> tuple[FileEntry, ...]:
