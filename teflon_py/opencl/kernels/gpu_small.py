@@ -4,6 +4,13 @@ geometry of the small generic kernels.
 GPU-style: a few outputs per work-item, work-groups of ``KernelParams.small_wg`` items, global sizes
 padded to whole work-groups (kernels return early past the edge) and large enough to fill
 compute units x SIMD lanes. Adjacent work-items along dimension 0 touch adjacent memory.
+Loads are scalar floats: llvmpipe (Mesa 22) runs each component of a vector load as its own loop
+over the lanes, so a float4 costs about four times four floats there (BENCHMARKS.md, "GPU kernel
+family on Mesa rusticl"); a GPU compiler merges neighbouring scalar loads itself.
+
+The small generic kernels keep their CPU-style source: ``regrid`` relaunches their work split
+(``specs.row_blocks`` and its relatives) on a GPU-style grid, applied by the partition builder to
+every launch of the gpu family (``compiled.Builder.launch``).
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.packing import round_up
 from teflon_py.opencl.kernels.specs import NO_PADS, Clamp, KernelSpec, Pads
 from teflon_py.opencl.params import KernelParams
 from teflon_py.opencl.runtime.programs import template
@@ -33,10 +41,6 @@ DEPTHWISE_GPU_TILES = {1: ((4, 4), (2, 2), (1, 1)), 2: ((4, 2), (2, 1), (1, 1))}
 DEPTHWISE_GPU_SPREAD = 4
 #: pixels along W per work-item of the any-geometry kernel
 DEPTHWISE_GPU_ANY_PX = 2
-
-
-def round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
 
 
 def group_2d(nx: int, ny: int, wg: int) -> tuple[int, int]:
