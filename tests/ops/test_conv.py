@@ -206,9 +206,9 @@ def test_conv_2d_gpu_family(gpu_family: str, index: int) -> None:
                                   Case((1, 6, 6, 5), (3, 3), 3, stride=(2, 2)), Case((2, 4, 3, 6), (1, 1), 2)],
                          ids=str)
 def test_conv_2d_gpu_family_edges(gpu_family: str, case: Case) -> None:
-    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 8-wide (32 or more
-    channels) and 4-wide groups, as GEMM for 1x1 and as the convolution otherwise, and a lone
-    float4 group (<= 4 channels)."""
+    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 4-wide groups (wide
+    and narrow layers), as GEMM for 1x1 and as the convolution otherwise, and a lone float4
+    group (<= 4 channels)."""
     check_model(conv_model(case, "float32", ir.Activation.RELU6, seed=3), gpu_family)
 
 
