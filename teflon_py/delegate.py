@@ -47,6 +47,10 @@ class CompiledPartition(abc.ABC):
     def invoke(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run on arrays for ``self.inputs`` (in order); return arrays for ``self.outputs``."""
 
+    def describe(self) -> dict[str, Any]:
+        """What ``inspect`` reports about where the partition runs (e.g. device, kernel family)."""
+        return {}
+
     def close(self) -> None:
         """Release device resources; the default holds none."""
 

@@ -255,6 +255,7 @@ class GraphExecutor:
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
+        self.partition_info: dict[int, dict[str, Any]] = {}  # partition index -> compiled.describe()
         self.steps: list[Any] = []
         self._plan(list(delegates))
 
@@ -330,6 +331,7 @@ class GraphExecutor:
                                            None if compiled else f"{delegate.name} build failed")
         if compiled is not None:
             self.partitions.append((delegate.name, p))
+            self.partition_info[p.index] = compiled.describe()
         return step
 
     def _partition_fallback(self, step: _PartitionStep, failure: str) -> list[tuple[Node, Any]]:

@@ -391,11 +391,14 @@ class Interpreter:
         return list(state.executor.placements)
 
     def partitions(self) -> list[dict[str, Any]]:
-        """The delegated partitions of the main graph: index, backend name, node indices."""
+        """The delegated partitions of the main graph: index, backend name, node indices, and what
+        the backend says of where it runs (OpenCL: device and kernel family)."""
         state = self._state(0)
         if state.executor is None:
             raise RuntimeError("call allocate_tensors() first")
-        return [{"index": p.index, "backend": name, "nodes": list(p.nodes)} for name, p in state.executor.partitions]
+        info = state.executor.partition_info
+        return [{"index": p.index, "backend": name, "nodes": list(p.nodes), **info.get(p.index, {})}
+                for name, p in state.executor.partitions]
 
     def fallbacks(self) -> list[Fallback]:
         """Every fallback to NumPy a delegate's failure caused in the main graph so far (no usable

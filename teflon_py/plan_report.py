@@ -85,4 +85,15 @@ def format_table(interpreter: Interpreter) -> str:
         ))
     widths = [max(len(row[c]) for row in lines) for c in range(len(head))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
-    return "\n".join([*text, summary_line(interpreter)])
+    return "\n".join([*text, summary_line(interpreter), *partition_lines(interpreter)])
+
+
+def partition_lines(interpreter: Interpreter) -> list[str]:
+    """One line per partition whose backend says where it runs: ``partition 0 (opencl): device
+    llvmpipe (LLVM 15.0.6, 256 bits), kernel family gpu``."""
+    out = []
+    for p in interpreter.partitions():
+        where = [f"{k.replace('_', ' ')} {p[k]}" for k in ("device", "kernel_family") if p.get(k)]
+        if where:
+            out.append(f"partition {p['index']} ({p['backend']}): {', '.join(where)}")
+    return out

@@ -46,6 +46,28 @@ def device() -> None:
     dev.get_context()
 
 
+#: The OpenCL kernel families (``opencl.params``) a test taking ``family`` runs under: both, so
+#: CI's one PoCL run checks the CPU-style and the GPU-style kernels; only ``TEFLON_CL_FAMILY``'s
+#: when that is set (a device where the other family cannot build).
+FAMILIES = [os.environ["TEFLON_CL_FAMILY"].strip().lower()] if os.environ.get("TEFLON_CL_FAMILY") \
+    else ["cpu", "gpu"]
+
+
+@pytest.fixture(params=FAMILIES)
+def family(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, device: None) -> str:
+    """The opencl backend's kernel family for this case, forced through ``TEFLON_CL_FAMILY``."""
+    monkeypatch.setenv("TEFLON_CL_FAMILY", request.param)
+    return request.param
+
+
+@pytest.fixture
+def gpu_family(monkeypatch: pytest.MonkeyPatch, device: None) -> str:
+    """The opencl backend with its GPU-style float kernels forced (``TEFLON_CL_FAMILY=gpu``),
+    whatever the device's default: returns the backend name for ``check_model``."""
+    monkeypatch.setenv("TEFLON_CL_FAMILY", "gpu")
+    return "opencl"
+
+
 @pytest.fixture
 def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
     """TEFLON_STRICT=0 for tests of the fallback itself (a failing backend falls back to NumPy)."""

@@ -173,6 +173,30 @@ def test_depthwise(cl_env, shape, dm, ksize, stride, dil, padding, act):
     assert rel_err(y, ref) <= TOL
 
 
+@pytest.mark.parametrize("v,fast,tile", [(1, True, None), (1, False, None), (4, True, None), (2, False, None),
+                                         (1, True, (2, 2)), (1, True, (2, 1)), (1, True, (1, 1))])
+@pytest.mark.parametrize("shape,dm,ksize,stride,dil,padding,act", DEPTHWISE_CASES)
+def test_depthwise_gpu(cl_env, shape, dm, ksize, stride, dil, padding, act, v, fast, tile):
+    """The GPU family's depthwise kernels (gpu_depthwise.cl), fast and any-geometry, 1 or V
+    channels per work-item where V divides the channels (depth multiplier 1), each patch size."""
+    from teflon_py.opencl.kernels import gpu_small
+
+    if v > 1 and (dm != 1 or shape[3] % v):
+        v = 1
+    rng = np.random.default_rng(sum(shape) * 17 + dm)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((1, *ksize, shape[3] * dm)).astype(np.float32)
+    b = rng.standard_normal(shape[3] * dm).astype(np.float32)
+    spec = gpu_small.depthwise_gpu_spec(shape, w, b, depth_multiplier=dm, stride=stride, dilation=dil,
+                                        padding=padding, activation=act, v=v, fast=fast,
+                                        px=tile and tile[0], rh=tile and tile[1])
+    y = run(cl_env, spec, x)
+    wh = kernels.window(shape[1], ksize[0], stride[0], dil[0], padding)
+    ww = kernels.window(shape[2], ksize[1], stride[1], dil[1], padding)
+    ref = ref_depthwise(x, w, b, dm, stride, dil, (wh.pad, ww.pad), (wh.out, ww.out), act)
+    assert rel_err(y, ref) <= TOL
+
+
 def test_window_matches_tflite():
     assert kernels.window(224, 3, 2, 1, ir.Padding.SAME) == kernels.Window(112, 0)
     assert kernels.window(7, 3, 1, 1, ir.Padding.SAME) == kernels.Window(7, 1)

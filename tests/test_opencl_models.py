@@ -29,13 +29,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v1", "mobilenet_v2"])
-def test_float_mobilenet_is_one_opencl_partition(device, name: str) -> None:
+def test_float_mobilenet_is_one_opencl_partition(family: str, name: str) -> None:
     model = zoo.build(name, dtype="float32")
     x = np.random.default_rng(0).uniform(-1.0, 1.0, (1, 96, 96, 3)).astype(np.float32)
     it = check_model(model, "opencl", inputs=[x], float_tol=1e-4)
     placements = it.placements()
     assert [p.backend for p in placements] == ["opencl"] * len(placements)
-    assert it.partitions() == [{"index": 0, "backend": "opencl", "nodes": list(range(len(placements)))}]
+    (part,) = it.partitions()
+    assert part["index"] == 0 and part["backend"] == "opencl" and part["nodes"] == list(range(len(placements)))
+    assert part["kernel_family"] == family
+    kernels = {la.info["kernel"] for la in compiled_partition(it).launch_list.launches}
+    gpu_style = {k for k in kernels if k.startswith("gpu_")}
+    assert gpu_style if family == "gpu" else not gpu_style
     stats = compiled_partition(it).stats
     adds = [op.index for op in it.graph.operations if op.name == "ADD"]
     assert set(adds) <= set(stats["folded"])  # every residual ADD rides on the conv before it
@@ -93,7 +98,7 @@ def residual_block(case: str) -> bytes:
 @pytest.mark.parametrize("case, folds", [("gemm", True), ("conv3x3", True), ("swapped", True), ("both-act", True),
                                          ("relu-after", True), ("late-conv", True), ("late-operand", False),
                                          ("shared", False)])
-def test_residual_add_folds_into_the_conv(device, case: str, folds: bool) -> None:
+def test_residual_add_folds_into_the_conv(family: str, case: str, folds: bool) -> None:
     x = np.random.default_rng(1).standard_normal((1, 6, 7, 24)).astype(np.float32)
     it = check_model(residual_block(case), "opencl", inputs=[x])
     add = next(op.index for op in it.graph.operations if op.name == "ADD")

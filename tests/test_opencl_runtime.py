@@ -332,5 +332,32 @@ def test_launch_list_profiles_each_launch(dc):
     assert all(s > 0 for _, s in times)
     with pytest.raises(BackendError, match="input of shape"):
         launches.run([np.ones((2, 3), np.float32)])
+
+
+def test_profile_without_device_timestamps_times_on_the_host(dc, monkeypatch):
+    """A device whose events carry no real timestamps (rusticl on llvmpipe counts 0, 1, 2, 3)
+    gets each launch timed alone on the host instead of zeros."""
+    from teflon_py.opencl.runtime import launch as runtime
+
+    launches, _, _ = _conv_then_depthwise(dc, None)
+    x = np.ones((1, 12, 10, 5), np.float32)
+    (want,), _ = launches.run([x])
+
+    class Fake:
+        profile = type("P", (), {"queued": 0, "submit": 1, "start": 2, "end": 3})()
+
+    real = runtime._cl().enqueue_nd_range_kernel
+    calls = []
+
+    def enqueue(*args, **kw):
+        calls.append(args[1])
+        real(*args, **kw)
+        return Fake()
+
+    monkeypatch.setattr(runtime._cl(), "enqueue_nd_range_kernel", enqueue)
+    (y,), times = launches.run_timed([x])
+    np.testing.assert_array_equal(y, want)
+    assert len(calls) == 4  # the run, then each launch again alone
+    assert [t.launch.name for t in times] == ["conv2d", "depthwise"] and all(t.seconds > 0 for t in times)
     with pytest.raises(BackendError, match="expected 1 inputs"):
         launches.run([])

@@ -12,6 +12,7 @@ import teflon_py
 from teflon_py import ir, partitioner
 from teflon_py.errors import ModelError
 from teflon_py.opencl.lowerings import transpose_conv as tc
+from teflon_py.opencl.params import KernelParams
 from teflon_py.ops.common import Act, FusedActivation, Padding
 from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
 from teflon_py.tflite import options as O
@@ -75,7 +76,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_transpose_conv_geometries(device, case: tuple) -> None:
+def test_transpose_conv_geometries(family: str, case: tuple) -> None:
     x, k, oc, stride, padding, extra = case
     act = [ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU_N1_TO_1][CASES.index(case) % 3]
     model = transpose_conv_model(x, k, oc, stride, padding, extra, bias=CASES.index(case) != 3, act=act,
@@ -84,11 +85,11 @@ def test_transpose_conv_geometries(device, case: tuple) -> None:
     assert [p.backend for p in it.placements()] == ["opencl"]
 
 
-def _spec(model: bytes):
+def _spec(model: bytes, params: KernelParams | None = None):
     graph = read_model(model).main
     op = graph.operations[0]
     g = tc.transpose_conv_geometry(graph, op, op.attrs)
-    return tc.spec_for(g, graph.tensors[op.inputs[1]].data, None, ir.Activation.NONE)
+    return tc.spec_for(g, graph.tensors[op.inputs[1]].data, None, ir.Activation.NONE, params)
 
 
 def test_stride_one_runs_on_the_conv_kernels() -> None:
@@ -97,6 +98,10 @@ def test_stride_one_runs_on_the_conv_kernels() -> None:
     assert _spec(transpose_conv_model((1, 7, 7, 8), (1, 1), 16, (1, 1), SAME)).name == "gemm"
     assert _spec(transpose_conv_model(*CASES[6])).name == "transpose_conv"
     assert _spec(transpose_conv_model(*CASES[0])).name == "transpose_conv"
+    gpu = KernelParams(family="gpu")  # the GPU family's convolution and GEMM for stride 1
+    assert _spec(transpose_conv_model(*CASES[4]), gpu).name == "gpu_conv2d"
+    assert _spec(transpose_conv_model((1, 7, 7, 8), (1, 1), 16, (1, 1), SAME), gpu).name == "gpu_gemm"
+    assert _spec(transpose_conv_model(*CASES[0]), gpu).name == "transpose_conv"
 
 
 def test_relu6_folds_into_transpose_conv(device) -> None:

@@ -91,7 +91,8 @@ class ProgramInterpreter:
             by_node.setdefault(node, []).append(op_index)
         base = len(self._partitions)
         for name, p in step.executor.partitions:
-            self._partitions.append({"index": base + p.index, "backend": name, "nodes": []})
+            self._partitions.append({"index": base + p.index, "backend": name, "nodes": [],
+                                     **step.executor.partition_info.get(p.index, {})})
         rows = []
         for node in dg.nodes:
             ops_of = by_node.get(node.index, [])

@@ -13,6 +13,12 @@ class Caps:
 
     name: str = "unknown device"
     device_type: str = "CPU"  # "GPU", "CPU", "ACCELERATOR" or "OTHER"
+    platform: str = "unknown platform"
+    compute_units: int = 1
+    #: the device runs a work-group's work-items across SIMD lanes, as a GPU does (Mesa's
+    #: rusticl on llvmpipe reports type CPU yet does: ``simd_lanes``); PoCL's CPU device instead
+    #: vectorises each work-item's own loops, so one work-item is one lane
+    simd_work_items: bool = False
     fp64: bool = True  # cl_khr_fp64 (no kernel needs it: integer ops are exact in integers)
     fp16: bool = False
     max_work_group_size: int = 4096
@@ -37,9 +43,13 @@ class Caps:
 
         ext = frozenset(dev.extensions.split())
         fp32 = int(dev.single_fp_config)
+        kind = device_kind(dev)
         return cls(
             name=dev.name.strip(),
-            device_type=device_kind(dev),
+            device_type=kind,
+            platform=dev.platform.name.strip(),
+            compute_units=int(dev.max_compute_units),
+            simd_work_items=kind == "GPU" or _lanes_across_work_items(dev),
             fp64="cl_khr_fp64" in ext and bool(dev.double_fp_config),
             fp16="cl_khr_fp16" in ext,
             max_work_group_size=int(dev.max_work_group_size),
@@ -64,6 +74,13 @@ class Caps:
         if divide and not self.fp32_correct_divide:
             return f"the OpenCL device {self.name} has no correctly rounded float32 division"
         return None
+
+
+def _lanes_across_work_items(dev: Any) -> bool:
+    """Whether a CPU device maps work-items onto SIMD lanes: Mesa's llvmpipe (under rusticl or
+    clover) does, one work-group's items at a time across its vector width."""
+    names = f"{dev.platform.name} {dev.platform.vendor} {dev.name}".lower()
+    return "llvmpipe" in names or "rusticl" in names or "lavapipe" in names
 
 
 def _compiles_vnni(dev: Any) -> bool:

@@ -33,10 +33,12 @@ from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
 from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
+from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
 from teflon_py.opencl.lowerings import lowering_for
 from teflon_py.opencl.memory import Lifetime
+from teflon_py.opencl.params import KernelParams, params_for
 from teflon_py.opencl.registry import Ref, Scratch
 from teflon_py.opencl.runtime.device import DeviceContext
 from teflon_py.opencl.runtime.launch import (
@@ -159,8 +161,9 @@ class Builder:
     """Collects one partition's launches and aliases; emitters see it through ``OpEmitter``."""
 
     def __init__(self, graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan,
-                 residuals: dict[int, Residual] | None = None):
+                 residuals: dict[int, Residual] | None = None, params: KernelParams | None = None):
         self.graph = graph
+        self.params = params if params is not None else KernelParams()
         self.nodes = list(nodes)
         self.plan = plan
         self.residuals = residuals or {}
@@ -201,6 +204,8 @@ class Builder:
 
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
+        if self.params.gpu:  # the small kernels' CPU work splits become GPU-style grids
+            spec = gpu_small.regrid(spec, self.params)
         self.launches.append(PlannedLaunch(spec, dict(bindings), self.current))
 
     def alias(self, dst: int, src: int) -> None:
@@ -225,6 +230,7 @@ class OpEmitter:
         self.b = builder
         self.op = op
         self.graph = builder.graph
+        self.params = builder.params
 
     def shape(self, tensor: int) -> tuple[int, ...]:
         return self.b.shape(tensor)
@@ -297,18 +303,28 @@ class OpenCLPartition(CompiledPartition):
         except _cl().Error as e:
             raise BackendError(f"OpenCL run failed: {e}") from e
 
+    def describe(self) -> dict[str, Any]:
+        """The device and kernel family the partition runs on (``inspect``)."""
+        return {"device": self.stats.get("device"), "kernel_family": self.stats.get("kernel_family")}
+
     def close(self) -> None:
         self.launch_list = None
 
 
-def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, partition: Any) -> OpenCLPartition:
-    """Lower, place, build and warm up one partition; OpenCL failures raise BackendError."""
+def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, partition: Any,
+                      params: KernelParams | None = None) -> OpenCLPartition:
+    """Lower, place, build and warm up one partition with ``params``'s kernel family (default:
+    the device's own, ``params.params_for``); OpenCL failures raise BackendError."""
+    if params is None:
+        from teflon_py.opencl.caps import Caps
+
+        params = params_for(Caps.of(dc.device))
     def lookup(op: ir.Operation) -> Any:
         return lowering_for(graph, op)
 
     plan = plan_fusion(graph, partition.nodes, partition.outputs, lookup)
     residuals = plan_residuals(graph, partition.nodes, partition.outputs, plan, lookup)
-    b = Builder(graph, partition.nodes, plan, residuals)
+    b = Builder(graph, partition.nodes, plan, residuals, params)
     for i in partition.nodes:
         if i in plan.skip:
             continue
@@ -365,7 +381,7 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
     launches, keep = _make_kernels(dc, cache, b, storage)
     ll = LaunchList(dc, launches, inputs, outputs, keep=[arena, *keep], after_first_run=cache.commit)
     ll.run([np.zeros(t.shape, t.dtype) for t in inputs])  # JIT now, commit binaries, fail early
-    stats = {"launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
+    stats = {**b.params.describe(), "launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
              "aliases": len(b.aliases),
              "variants": sorted({(la.info["kernel"], la.info["variant"]) for la in launches if "variant" in la.info}),
              "lowerings": sorted({(graph.operations[i].name, lowering_for(graph, graph.operations[i]).kind)

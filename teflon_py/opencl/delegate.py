@@ -9,6 +9,8 @@ Options (values may be strings, as LiteRT's ``load_delegate`` passes them):
 - ``precision``: "fp32" (the only one so far).
 - ``fallback``: "warn" (default) or "error": whether a partition that fails to build or run, or a
   missing device, runs on NumPy with a ``FallbackWarning`` or raises; default ``TEFLON_FALLBACK``.
+- ``kernel_family``: "cpu" or "gpu", the float kernels' style (``params``); default
+  ``TEFLON_CL_FAMILY``, else chosen from the device (GPU-style for GPUs and llvmpipe).
 
 ``check`` is pure (the lowering registry's verdict from shapes, types and constants); the
 device and its context are created at the first ``compile``.
@@ -23,8 +25,9 @@ from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import FALLBACK_POLICIES
 from teflon_py.opencl import lowerings as lowering
 from teflon_py.opencl.caps import Caps
+from teflon_py.opencl.params import KernelParams, check_family, params_for
 
-OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision", "fallback")
+OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision", "fallback", "kernel_family")
 PRECISIONS = ("fp32",)
 
 
@@ -54,6 +57,9 @@ class OpenCLDelegate(Delegate):
         self.cache_dir: str | None = None if options.get("cache_dir") in (None, "") else str(options["cache_dir"])
         self.max_partitions = _int_option(options, "max_partitions", None, minimum=1)
         self.min_nodes = _int_option(options, "min_nodes", 1, minimum=1)
+        family = options.get("kernel_family")
+        self.family: str | None = None if family in (None, "") else check_family(family, "OpenCL delegate option")
+        self._params: KernelParams | None = None
         self._dc: Any = None
         self._cache: Any = None
         self._caps: Caps | None = None
@@ -72,6 +78,14 @@ class OpenCLDelegate(Delegate):
             self._caps = Caps.of(self._dc.device if self._dc is not None else device.select_device(self.device_spec))
         return self._caps
 
+    @property
+    def params(self) -> KernelParams:
+        """The kernel family and sizes for the chosen device (``kernel_family`` option, else
+        ``TEFLON_CL_FAMILY``, else from its capabilities)."""
+        if self._params is None:
+            self._params = params_for(self.caps, self.family)
+        return self._params
+
     def _device(self) -> tuple[Any, Any]:
         if self._dc is None:
             from teflon_py.opencl.runtime import device, programs
@@ -85,7 +99,7 @@ class OpenCLDelegate(Delegate):
         from teflon_py.opencl.compiled import compile_partition
 
         dc, cache = self._device()
-        return compile_partition(dc, cache, graph, partition)
+        return compile_partition(dc, cache, graph, partition, self.params)
 
     @property
     def device_name(self) -> str | None:

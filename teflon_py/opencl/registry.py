@@ -51,6 +51,7 @@ from teflon_py import ir
 from teflon_py.delegate import Verdict
 from teflon_py.errors import UnsupportedError
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec, Pads
+from teflon_py.opencl.params import KernelParams
 
 
 class Scratch:
@@ -88,6 +89,7 @@ class OpEmit(Protocol):
 
     graph: ir.Graph
     op: ir.Operation
+    params: KernelParams  # the device's kernel family and sizes: which spec function to use
 
     def shape(self, tensor: int) -> tuple[int, ...]: ...
 

@@ -32,6 +32,15 @@ def test_float(backend: str, op: str, shape: tuple) -> None:
     check_model(unary_model(op, shape, np.float32), backend, inputs=[x])
 
 
+@pytest.mark.parametrize("shape", [*SHAPES, (70, 150)], ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_float_gpu_family(gpu_family: str, op: str, shape: tuple) -> None:
+    """The flat kernels on the GPU family's grid (several elements per work-item when large)."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    check_model(unary_model(op, shape, np.float32), gpu_family, inputs=[x])
+
+
 @pytest.mark.parametrize("qp", list(QPARAMS))
 @pytest.mark.parametrize("shape", SHAPES[1:3], ids=str)
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=lambda d: d.__name__)

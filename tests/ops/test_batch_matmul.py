@@ -82,6 +82,14 @@ def test_batch_matmul(case: tuple, mode: str, const_rhs: bool, backend: str) -> 
     check_model(batch_matmul_model(*case, mode, const_rhs, seed), backend, seed=seed)
 
 
+@pytest.mark.parametrize("const_rhs", [True, False], ids=["const_rhs", "input_rhs"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}-adj{int(c[2])}{int(c[3])}")
+def test_batch_matmul_gpu_family(gpu_family: str, case: tuple, const_rhs: bool) -> None:
+    """The float cases on the GPU-style GEMM (a runtime right operand laid out by gpu_pack_b)."""
+    seed = CASES.index(case)
+    check_model(batch_matmul_model(*case, "float32", const_rhs, seed), gpu_family, seed=seed)
+
+
 #: scales whose float32 product differs from the double one in the multiplier's last bits, and an
 #: accumulator the two multipliers requantize differently
 PROBE_SCALES = (0.0123, 0.000457, 0.049)

@@ -195,6 +195,23 @@ def test_conv_2d(backend: str, index: int, mode: str) -> None:
     check_model(conv_model(CONV_CASES[index], mode, ACTIVATIONS[index % 4], seed=index), backend, seed=index)
 
 
+@pytest.mark.parametrize("index", range(len(CONV_CASES)), ids=lambda i: str(CONV_CASES[i]))
+def test_conv_2d_gpu_family(gpu_family: str, index: int) -> None:
+    """The float cases on the GPU-style kernels (gpu_gemm.cl), whatever the device's default."""
+    check_model(conv_model(CONV_CASES[index], "float32", ACTIVATIONS[index % 4], seed=index), gpu_family, seed=index)
+
+
+@pytest.mark.parametrize("case", [Case((1, 9, 10, 7), (3, 3), 37, padding=VALID), Case((3, 5, 5, 6), (1, 1), 42),
+                                  Case((1, 9, 10, 8), (3, 3), 13), Case((3, 5, 5, 6), (1, 1), 9),
+                                  Case((1, 6, 6, 5), (3, 3), 3, stride=(2, 2)), Case((2, 4, 3, 6), (1, 1), 2)],
+                         ids=str)
+def test_conv_2d_gpu_family_edges(gpu_family: str, case: Case) -> None:
+    """Ragged GPU tiles: pixel counts off the 4-row tile, channels off the 4-wide groups (wide
+    and narrow layers), as GEMM for 1x1 and as the convolution otherwise, and a lone float4
+    group (<= 4 channels)."""
+    check_model(conv_model(case, "float32", ir.Activation.RELU6, seed=3), gpu_family)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("act", ACTIVATIONS, ids=lambda a: a.name)
 def test_conv_2d_activations(backend: str, act: ir.Activation, mode: str) -> None:
@@ -217,6 +234,23 @@ def test_depthwise_conv_2d(backend: str, index: int, mode: str) -> None:
     check_model(
         depthwise_model(DEPTHWISE_CASES[index], mode, ACTIVATIONS[index % 4], seed=index), backend, seed=index
     )
+
+
+@pytest.mark.parametrize("index", range(len(DEPTHWISE_CASES)), ids=lambda i: str(DEPTHWISE_CASES[i]))
+def test_depthwise_conv_2d_gpu_family(gpu_family: str, index: int) -> None:
+    """The float cases on the GPU-style kernels (gpu_depthwise.cl), whatever the device's default."""
+    check_model(depthwise_model(DEPTHWISE_CASES[index], "float32", ACTIVATIONS[index % 4], seed=index), gpu_family,
+                seed=index)
+
+
+@pytest.mark.parametrize("case", [Case((1, 9, 10, 7), (5, 5), 7), Case((2, 11, 9, 12), (5, 5), 12, stride=(2, 2)),
+                                  Case((3, 7, 6, 40), (3, 3), 40), Case((1, 13, 5, 3), (3, 3), 3, stride=(2, 2),
+                                                                        padding=VALID)],
+                         ids=str)
+def test_depthwise_conv_2d_gpu_family_edges(gpu_family: str, case: Case) -> None:
+    """The fast GPU kernels (square 3x3 / 5x5 filters, equal strides) on ragged pixel patches:
+    rows and columns off the patch, batches, channels past one work-group."""
+    check_model(depthwise_model(case, "float32", ir.Activation.RELU6, seed=5), gpu_family)
 
 
 @pytest.mark.parametrize("mode", MODES)

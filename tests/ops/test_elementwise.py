@@ -58,6 +58,26 @@ def test_float(backend: str, op: str, shapes: tuple, act: ir.Activation) -> None
     check_model(binary_model(op, *shapes, np.float32, act), backend)
 
 
+#: larger broadcasts, so the GPU grid takes several elements (or whole short rows) per work-item
+GPU_SHAPES = [*SHAPES, ((64, 100), (100,)), ((2000, 3), (2000, 1)), ((3, 1, 700), (3, 5, 700))]
+
+
+@pytest.mark.parametrize("shapes", GPU_SHAPES, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_float_gpu_family(gpu_family: str, op: str, shapes: tuple) -> None:
+    """The broadcasting kernels on the GPU family's grid (real work-groups, a few elements per
+    work-item, the grid padded past the tensor), whatever the device's default."""
+    act = ACTIVATIONS[(len(shapes[0]) + len(shapes[1])) % 4]
+    check_model(binary_model(op, *shapes, np.float32, act), gpu_family)
+
+
+@pytest.mark.parametrize("shapes", [SHAPES[1], SHAPES[5], GPU_SHAPES[-2]], ids=str)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=lambda d: d.__name__)
+def test_quantized_gpu_family(gpu_family: str, dtype: type, shapes: tuple) -> None:
+    """The 8-bit broadcasting kernel on the GPU family's grid."""
+    check_model(binary_model("ADD", *shapes, dtype, ir.Activation.RELU6, _qp(dtype, "ADD", "mixed")), gpu_family)
+
+
 @pytest.mark.parametrize("act", [ir.Activation.NONE, ir.Activation.RELU6], ids=lambda a: a.name)
 @pytest.mark.parametrize("qp", list(QPARAMS))
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)

@@ -58,6 +58,20 @@ def test_fully_connected(backend: str, index: int, mode: str) -> None:
     check_model(fc_model(*CASES[index], mode, ACTIVATIONS[index % 4], seed=index), backend, seed=index)
 
 
+@pytest.mark.parametrize(
+    "index", range(len(CASES)), ids=lambda i: f"{CASES[i][0]}-u{CASES[i][1]}-keep{CASES[i][3]}"
+)
+def test_fully_connected_gpu_family(gpu_family: str, index: int) -> None:
+    """The float cases on the GPU-style GEMM (one-row and 4-row tiles), whatever the device's default."""
+    check_model(fc_model(*CASES[index], "float32", ACTIVATIONS[index % 4], seed=index), gpu_family, seed=index)
+
+
+@pytest.mark.parametrize("x_shape, units", [((1, 300), 1000), ((1, 20), 3), ((7, 33), 70)], ids=str)
+def test_fully_connected_gpu_family_edges(gpu_family: str, x_shape: tuple, units: int) -> None:
+    """A classifier head (one row, wide), a lone float4 of units, ragged rows and units."""
+    check_model(fc_model(x_shape, units, x_shape[1], False, "float32", ir.Activation.NONE, seed=2), gpu_family)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("act", ACTIVATIONS, ids=lambda a: a.name)
 def test_fully_connected_activations(backend: str, act: ir.Activation, mode: str) -> None:

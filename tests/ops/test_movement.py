@@ -180,6 +180,13 @@ def test_tile(backend: str, dtype: str, shape: tuple, multiples: tuple) -> None:
     run(backend, "TILE", [tensor(shape, dtype), const(multiples)], [tensor(out, dtype)], opt.TileOptions())
 
 
+@pytest.mark.parametrize("shape,multiples", [*TILES, ((50, 40), (3, 2))], ids=[f"{s}x{m}" for s, m in TILES] + ["big"])
+def test_tile_gpu_family(gpu_family: str, shape: tuple, multiples: tuple) -> None:
+    """The copy kernel's row split on the GPU family's grid."""
+    out = np.tile(np.empty(shape), multiples).shape
+    run(gpu_family, "TILE", [tensor(shape, "float32"), const(multiples)], [tensor(out, "float32")], opt.TileOptions())
+
+
 @pytest.mark.parametrize("multiples_type", ["int64", "runtime"])
 def test_tile_multiples_forms(backend: str, multiples_type: str) -> None:
     shape, multiples = (2, 3), [2, 3]
@@ -269,6 +276,16 @@ def test_padv2(backend: str, dtype: str, shape: tuple, pads: list) -> None:
         [tensor(out, dtype)],
         opt.PadV2Options(),
     )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("shape,pads", [*PADS, ((40, 30, 3), [[1, 1], [0, 2], [1, 0]])],
+                         ids=[str(len(s)) + "d" for s, _ in PADS] + ["rows"])
+def test_padv2_gpu_family(gpu_family: str, dtype: str, shape: tuple, pads: list) -> None:
+    """PAD's whole-row work split on the GPU family's grid."""
+    out = np.pad(np.empty(shape), pads).shape
+    run(gpu_family, "PADV2", [tensor(shape, dtype), const(pads), pad_constant(dtype)], [tensor(out, dtype)],
+        opt.PadV2Options())
 
 
 @pytest.mark.parametrize("paddings_type", ["int64", "runtime"])

@@ -55,6 +55,17 @@ def test_pool(backend: str, op: str, shape: tuple, window: tuple, strides: tuple
     check_model(pool_model(op, shape, window, strides, padding, dtype), backend, seed=sum(shape))
 
 
+@pytest.mark.parametrize("padding", [ir.Padding.SAME, ir.Padding.VALID], ids=["same", "valid"])
+@pytest.mark.parametrize("shape,window,strides", [*WINDOWS, ((2, 9, 10, 70), (3, 3), (2, 2))],
+                         ids=[f"f{w[1][0]}x{w[1][1]}s{w[2][0]}x{w[2][1]}" for w in WINDOWS] + ["wide"])
+@pytest.mark.parametrize("op", OPS)
+def test_pool_gpu_family(gpu_family: str, op: str, shape: tuple, window: tuple, strides: tuple,
+                         padding: ir.Padding) -> None:
+    """The float pools on the GPU family's kernels (gpu_pool.cl), whatever the device's default."""
+    act = [ir.Activation.NONE, ir.Activation.RELU6][sum(window) % 2]
+    check_model(pool_model(op, shape, window, strides, padding, np.float32, act), gpu_family, seed=sum(shape))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint8], ids=["f32", "i8", "u8"])
 @pytest.mark.parametrize("act", [ir.Activation.RELU, ir.Activation.RELU6, ir.Activation.RELU_N1_TO_1],
                          ids=lambda a: a.name.lower())

@@ -58,6 +58,12 @@ def test_mean_float(backend: str, shape: tuple, axes: list, keep_dims: bool) -> 
     check_model(mean_model(shape, axes, keep_dims, np.float32), backend, seed=len(shape) + len(axes))
 
 
+@pytest.mark.parametrize("shape,axes", [*CASES, ((1, 3, 3, 1280), [1, 2])], ids=[*CASE_IDS, "mobilenet"])
+def test_mean_float_gpu_family(gpu_family: str, shape: tuple, axes: list) -> None:
+    """MEAN on the GPU family: one output per work-item, real work-groups."""
+    check_model(mean_model(shape, axes, True, np.float32), gpu_family, seed=len(shape) + len(axes))
+
+
 @pytest.mark.parametrize("quants", [0, 1, 2], ids=["same", "finer", "coarser"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["i8", "u8"])
 @pytest.mark.parametrize("keep_dims", [True, False], ids=["keep", "drop"])

@@ -58,6 +58,13 @@ def test_reduce_float(backend: str, op: str, shape: tuple, axes: list, keep_dims
     check_model(reduce_model(op, shape, axes, keep_dims, np.float32), backend, seed=len(shape) + len(axes))
 
 
+@pytest.mark.parametrize("shape,axes", SMALL, ids=SMALL_IDS)
+@pytest.mark.parametrize("op", ["SUM", "REDUCE_MAX"])
+def test_reduce_float_gpu_family(gpu_family: str, op: str, shape: tuple, axes: list) -> None:
+    """The folds on the GPU family's grid: one output per work-item, real work-groups."""
+    check_model(reduce_model(op, shape, axes, False, np.float32), gpu_family, seed=len(shape) + len(axes))
+
+
 @KEEP
 @pytest.mark.parametrize("shape,axes", SMALL, ids=SMALL_IDS)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64], ids=["i32", "i64"])

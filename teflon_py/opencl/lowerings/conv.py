@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.opencl.kernels import gpu_small, gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
@@ -105,14 +106,17 @@ def _bias(ctx: OpEmit) -> np.ndarray | None:
 
 @register("CONV_2D", check=check_conv_2d, constants=(1, 2), fuses_activation=True, folds_pad=True)
 def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
-    """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1;
-    an ADD that ``compiled.plan_residuals`` folded into it is added in the epilogue."""
+    """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1
+    (the GPU family: both in ``gpu_gemm.cl``); an ADD that ``compiled.plan_residuals`` folded
+    into it is added in the epilogue."""
     x = ctx.input()
     residual = ctx.residual()  # a following ADD folded in
-    spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx),
-                               stride=attrs.strides, dilation=attrs.dilations, padding=attrs.padding,
-                               activation=ctx.clamp(), pads=ctx.pads(),
-                               residual=residual.clamp if residual is not None else None)
+    kw = {"stride": attrs.strides, "dilation": attrs.dilations, "padding": attrs.padding,
+          "activation": ctx.clamp(), "pads": ctx.pads(), "residual": residual.clamp if residual is not None else None}
+    if ctx.params.gpu:
+        spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
+    else:
+        spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
     if residual is not None:
         ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
     else:
@@ -122,11 +126,15 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
 @register("DEPTHWISE_CONV_2D", check=check_depthwise_conv_2d, constants=(1, 2), fuses_activation=True,
           folds_pad=True)
 def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
-    """16 channels x a row of pixels per work-item (``depthwise.cl``); any depth multiplier."""
+    """16 channels x a row of pixels per work-item (``depthwise.cl``), or on the GPU family one
+    channel x a small pixel patch per work-item (``gpu_depthwise.cl``); any depth multiplier."""
     x = ctx.input()
     w = ctx.constant(ctx.operand(1))
     shape = ctx.shape(x)
-    spec = kernels.depthwise_spec(shape, w, _bias(ctx), depth_multiplier=w.shape[3] // shape[3],
-                                  stride=attrs.strides, dilation=attrs.dilations, padding=attrs.padding,
-                                  activation=ctx.clamp(), pads=ctx.pads())
+    kw = {"depth_multiplier": w.shape[3] // shape[3], "stride": attrs.strides, "dilation": attrs.dilations,
+          "padding": attrs.padding, "activation": ctx.clamp(), "pads": ctx.pads()}
+    if ctx.params.gpu:
+        spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
+    else:
+        spec = kernels.depthwise_spec(shape, w, _bias(ctx), **kw)
     ctx.launch(spec, input=x, output=ctx.output())

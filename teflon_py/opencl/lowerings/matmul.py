@@ -1,10 +1,12 @@
-"""FULLY_CONNECTED and BATCH_MATMUL on the register-blocked GEMM (``gemm.cl``)."""
+"""FULLY_CONNECTED and BATCH_MATMUL on the register-blocked GEMM (``gemm.cl``), or for the GPU
+kernel family on ``gpu_gemm.cl``."""
 from __future__ import annotations
 
 import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.caps import Caps
+from teflon_py.opencl.kernels import gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops.conv import conv_types_reason
@@ -49,7 +51,10 @@ def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     bias = None if b == ir.NO_TENSOR else ctx.constant(b)
     x = ctx.input()
     rows = int(np.prod(ctx.shape(x))) // w.shape[1]
-    spec = kernels.fully_connected_spec(rows, w, bias, ctx.clamp())
+    if ctx.params.gpu:
+        spec = gpu_specs.fully_connected_spec(ctx.params, rows, w, bias, ctx.clamp())
+    else:
+        spec = kernels.fully_connected_spec(rows, w, bias, ctx.clamp())
     ctx.launch(spec, input=x, output=ctx.output())
 
 
@@ -92,15 +97,18 @@ def batch_matmul(ctx: OpEmit, attrs: BatchMatMulAttrs) -> None:
     if b_const is not None:
         raw = np.asarray(b_const, np.float32).reshape(b_batches, *b_shape[-2:])
         b_kn = raw.transpose(0, 2, 1) if attrs.adj_y else raw
-    probe = kernels.gemm_spec(m, n, k, None)  # the packed size of one B
-    packed = kernels.packed_b_floats(probe)
+    gpu = ctx.params.gpu
+    specs = gpu_specs if gpu else kernels
+    extra = (ctx.params,) if gpu else ()
+    probe = specs.gemm_spec(*extra, m, n, k, None)  # the packed size of one B
+    packed = specs.packed_b_floats(probe)
     batching = kernels.Batching(dims, _batch_strides(a_shape[:-2], batch, m * k),
                                 _batch_strides(b_shape[:-2], batch, packed))
-    spec = kernels.gemm_spec(m, n, k, b_kn, None, ctx.clamp(), lda=lda, ask=ask, batching=batching,
-                             pack_strides=None if b_kn is not None else pack_strides)
+    spec = specs.gemm_spec(*extra, m, n, k, b_kn, None, ctx.clamp(), lda=lda, ask=ask, batching=batching,
+                           pack_strides=None if b_kn is not None else pack_strides)
     if b_kn is not None:
         ctx.launch(spec, input=a, output=ctx.output())
         return
     panels = ctx.scratch(4 * packed * b_batches)
-    ctx.launch(kernels.pack_b_spec(spec, b_batches), input=b, output=panels)
+    ctx.launch(specs.pack_b_spec(*extra, spec, b_batches), input=b, output=panels)
     ctx.launch(spec, input=a, weights=panels, output=ctx.output())

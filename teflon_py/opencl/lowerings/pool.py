@@ -1,6 +1,7 @@
 """AVERAGE_POOL_2D and MAX_POOL_2D (``pool.cl``, sizes as arguments: one program for all shapes)."""
 from __future__ import annotations
 
+from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import KernelSpec
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
@@ -70,5 +71,11 @@ def pool_spec(kernel: str, x: tuple[int, int, int, int], attrs: PoolAttrs, clamp
 @register("AVERAGE_POOL_2D", "MAX_POOL_2D", check=check_pool, fuses_activation=True, folds_pad=True)
 def pool_2d(ctx: OpEmit, attrs: PoolAttrs) -> None:
     x = ctx.input()
-    spec = pool_spec(KERNELS[ctx.op.name], ctx.shape(x), attrs, ctx.clamp(), ctx.pads())
+    if ctx.params.gpu:  # one output float per work-item (gpu_pool.cl)
+        nb, ih, iw, c = ctx.shape(x)
+        wh, ww = padded_windows(attrs, ih, iw, ctx.pads())
+        spec = gpu_small.pool_gpu_spec(KERNELS[ctx.op.name], nb, c, ih, iw, wh, ww, attrs.filter, attrs.strides,
+                                       ctx.pads(), ctx.clamp(), ctx.params)
+    else:
+        spec = pool_spec(KERNELS[ctx.op.name], ctx.shape(x), attrs, ctx.clamp(), ctx.pads())
     ctx.launch(spec, input=x, output=ctx.output())

@@ -90,8 +90,12 @@ def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
 
 @register("MEAN", check=check_mean, params=(1,))
 def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
+    """The gpu family takes the one-output-per-work-item fold (``reduce_spec``, which the
+    partition's GPU grid gives one output per work-item) over ``mean_mid``'s 16-wide blocks."""
     x = ctx.operand(0)
-    ctx.launch(mean_spec(ctx.shape(x), mean_axes(attrs)), input=x, output=ctx.output())
+    shape, axes = ctx.shape(x), mean_axes(attrs)
+    spec = reduce_spec(shape, axes, "mean") if ctx.params.gpu else mean_spec(shape, axes)
+    ctx.launch(spec, input=x, output=ctx.output())
 
 
 def reduce_(ctx: OpEmit, attrs: ReduceAttrs) -> None:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.kernels import gpu_specs, packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
+from teflon_py.opencl.params import KernelParams
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
 from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
@@ -62,9 +63,10 @@ def transpose_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
 
 
 def as_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
-                 activation: ir.Activation | int | Clamp) -> KernelSpec | None:
+                 activation: ir.Activation | int | Clamp, params: KernelParams | None = None) -> KernelSpec | None:
     """Stride 1: the equivalent CONV_2D (flipped kernel, VALID over an input padded by KH-1-PT
-    before and whatever makes the output OH after); None when that padding would be negative."""
+    before and whatever makes the output OH after), on ``params``'s kernel family; None when
+    that padding would be negative."""
     if g.stride != (1, 1):
         return None
     _, ih, iw, _ = g.input_shape
@@ -74,13 +76,18 @@ def as_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
     if min(top, left, bottom, right) < 0:
         return None
     flipped = np.ascontiguousarray(np.asarray(filt, np.float32)[:, ::-1, ::-1, :])
+    pads = ((top, bottom), (left, right))
+    if params is not None and params.gpu:
+        return gpu_specs.conv2d_spec(params, g.input_shape, flipped, bias, padding=ir.Padding.VALID,
+                                     activation=activation, pads=pads)
     return kernels.conv2d_spec(g.input_shape, flipped, bias, padding=ir.Padding.VALID, activation=activation,
-                               pads=((top, bottom), (left, right)))
+                               pads=pads)
 
 
 def spec_for(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
-             activation: ir.Activation | int | Clamp) -> KernelSpec:
-    return as_conv_spec(g, filt, bias, activation) or transpose_conv_spec(g, filt, bias, activation)
+             activation: ir.Activation | int | Clamp, params: KernelParams | None = None) -> KernelSpec:
+    """Stride 1 as a convolution (``params``'s family), else the scatter-free transpose kernel."""
+    return as_conv_spec(g, filt, bias, activation, params) or transpose_conv_spec(g, filt, bias, activation)
 
 
 # -- TRANSPOSE_CONV ---------------------------------------------------------------------------------
@@ -127,7 +134,7 @@ def transpose_conv(ctx: OpEmit, attrs: TransposeConvAttrs) -> None:
     op = ctx.op
     bias = _bias_tensor(op)
     spec = spec_for(transpose_conv_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
-                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp())
+                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp(), ctx.params)
     ctx.launch(spec, input=op.inputs[2], output=ctx.output())
 
 
@@ -160,5 +167,5 @@ def check_mediapipe(attrs: TransposeConvBiasAttrs, tensors: OpTensors, caps: obj
 def convolution_2d_transpose_bias(ctx: OpEmit, attrs: TransposeConvBiasAttrs) -> None:
     op = ctx.op
     spec = spec_for(mediapipe_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
-                    ctx.constant(op.inputs[2]), ctx.clamp())
+                    ctx.constant(op.inputs[2]), ctx.clamp(), ctx.params)
     ctx.launch(spec, input=op.inputs[0], output=ctx.output())
