@@ -8,7 +8,8 @@ segments[i].offset``. ``named_data`` maps string keys to segments (XNNPACK's con
 ``constant_segment`` holds the program's own constants (tensor ``data_buffer_idx`` k is its
 ``offsets[k]``), older writers keep them inline in ``constant_buffer``.
 
-Everything is validated as it is read (identifiers, header sizes, every index and byte range);
+The ``Program`` flatbuffer is first verified against program.fbs (``flatbuffer_verifier``), then
+everything is validated as it is read (identifiers, header sizes, every index and byte range);
 anything broken is a ``ModelError`` naming the file and the entity at fault. Delegate payloads are
 handed on as bytes, for their backend's reader (``teflon_py.executorch.xnnpack``).
 """
@@ -24,8 +25,10 @@ import numpy as np
 
 from teflon_py.errors import ModelError, UnsupportedError
 from teflon_py.executorch.schema import pte
+from teflon_py.flatbuffer_verifier import load_schema, verify
 
 FILE_IDENTIFIER = b"ET12"
+SCHEMA_PATH = os.path.join(os.path.dirname(pte.__file__), "program.fbs")
 HEADER_MAGIC = b"eh00"
 HEADER_MIN = 32  # magic, u32 length, three u64s
 MAX_ELEMENTS = 1 << 31  # a tensor of more elements is a damaged file, not a model
@@ -189,6 +192,7 @@ class _Reader:
     def _program(self) -> Program:
         self.segment_limit = self.size
         program_size = self._header()
+        verify(load_schema(SCHEMA_PATH), self.data, self.source, "program", size=program_size)
         root = struct.unpack_from("<I", self.data, 0)[0]
         if root >= program_size:
             raise self.fail(f"root table offset {root} is past the program ({program_size} bytes)")
