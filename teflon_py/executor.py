@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, partitioner
+from teflon_py import ir, memory_budget, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
-from teflon_py.errors import BackendError, ModelError, UnsupportedError, strict_mode
+from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError, strict_mode
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
 from teflon_py.ops import control_flow
@@ -90,8 +90,10 @@ class ModelState:
     subgraph, built when a node first refers to it and kept, so its variable tensors persist.
     """
 
-    def __init__(self, model: ir.Model):
+    def __init__(self, model: ir.Model, memory_budget: int | None = None):
         self.model = model
+        #: bytes every graph's tensors are checked against at planning (None: the default budget)
+        self.memory_budget = memory_budget
         self.resources: dict[int, Any] = {}
         self.resource_ids: dict[tuple[str, str], int] = _resource_ids(model)
         self.initialized: set[int] = set()
@@ -156,7 +158,7 @@ class ModelState:
 
     def fork(self) -> ModelState:
         """A copy to run a graph without side effects (shape probing): same resources, own executors."""
-        other = ModelState(self.model)
+        other = ModelState(self.model, self.memory_budget)
         other.resources = copy.deepcopy(self.resources)
         other.resource_ids = dict(self.resource_ids)
         other.initialized = set(self.initialized)
@@ -196,6 +198,7 @@ class GraphExecutor:
         self.graph = graph
         self.state = state if state is not None else ModelState(model)
         self._owns_state = state is None
+        memory_budget.check_graph(graph, self.state.memory_budget, model.source)
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
@@ -308,13 +311,32 @@ class GraphExecutor:
 
     def _run_node(self, node: Node, kernel: Any) -> None:
         args = [None if i == ir.NO_TENSOR else self.values[i] for i in node.op.inputs]
-        with np.errstate(all="ignore"):  # IEEE arithmetic, as LiteRT's: NaN / inf in, NaN / inf out, no warnings
-            result = kernel(node, args)
+        for i, value in zip(node.op.inputs, args):
+            if value is None and i != ir.NO_TENSOR:
+                raise ModelError(f"{self._where()}{node.op.describe()} reads {self.graph.tensors[i].describe()}, "
+                                 f"which is not a graph input, a constant or a variable and no earlier node writes")
+        try:
+            with np.errstate(all="ignore"):  # IEEE arithmetic, as LiteRT's: NaN / inf in, NaN / inf out, no warnings
+                result = kernel(node, args)
+        except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+                MemoryError) as e:
+            if isinstance(e, TeflonError):
+                raise
+            # a kernel meeting inputs that break its op's rules in a way the op layer does not
+            # check yet (declared shapes that do not fit together): the node and shapes named
+            shapes = ", ".join("none" if a is None else f"{list(np.shape(a))} {np.asarray(a).dtype}" for a in args)
+            raise ModelError(f"{self._where()}{node.op.describe()} cannot run on its inputs ({shapes}): "
+                             f"{type(e).__name__}: {e}") from e
         outs = result if isinstance(result, (list, tuple)) else [result]
         for t, value in zip(node.outputs, outs):
             if value.dtype != t.dtype:
-                raise TypeError(f"{node.op.describe()}: kernel returned {value.dtype} for {t.describe()} of {t.dtype}")
+                raise ModelError(f"{self._where()}{node.op.describe()}: computes {value.dtype} for {t.describe()}, "
+                                 f"which the model declares {t.dtype}")
             self.values[t.index] = value
+
+    def _where(self) -> str:
+        source = f"{self.model.source}: " if self.model.source else ""
+        return f"{source}subgraph {self.graph.index} " if self.graph.index else source
 
     def _run_partition(self, step: _PartitionStep, observer: RunObserver | None = None) -> None:
         if step.compiled is not None:

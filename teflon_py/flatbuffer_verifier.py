@@ -5,6 +5,7 @@ and aligned, vtables of even size inside the buffer, every field inside its tabl
 vector lengths times element size inside the buffer, strings NUL-terminated inside the buffer,
 nesting depth (64) and table count (1,000,000) bounded. Stricter in two places: a union value
 must come with a known, non-NONE type, and a field must lie inside its table's inline size.
+Deprecated fields are skipped, as flatc's generated verifiers skip them.
 
 The schema is read from the ``.fbs`` file itself (tables, structs, enums, unions; field ids in
 declaration order or from ``(id: n)``), compiled once into per-table field lists. Byte vectors
@@ -74,10 +75,10 @@ class Schema:
 
 _COMMENT = re.compile(r"//[^\n]*")
 _DECL = re.compile(
-    r"\b(table|struct|enum|union)\s+(\w+)\s*(?::\s*(\w+))?\s*(?:\([^)]*\))?\s*\{([^}]*)\}", re.S
+    r"\b(table|struct|enum|union)\s+(\w+)\s*(?::\s*(\w+))?\s*(?:\([^)]*\))?\s*\{([^}]*)\}", re.DOTALL
 )
 _FIELD = re.compile(
-    r"^(\w+)\s*:\s*(\[\s*[\w.]+\s*(?::\s*\d+)?\s*\]|[\w.]+)\s*(?:=\s*([^()]*?))?\s*(?:\(([^)]*)\))?$", re.S
+    r"^(\w+)\s*:\s*(\[\s*[\w.]+\s*(?::\s*\d+)?\s*\]|[\w.]+)\s*(?:=\s*([^()]*?))?\s*(?:\(([^)]*)\))?$", re.DOTALL
 )
 
 
@@ -155,14 +156,17 @@ def _compile(tables, structs, enums, unions, root, identifier) -> Schema:
         out: list[Field] = []
         slot = 0
         for fname, ftype, attrs in fields:
-            attr = dict(
-                (k.strip(), v.strip()) for k, _, v in (a.partition(":") for a in attrs.split(",") if a.strip())
-            )
+            attr = {
+                k.strip(): v.strip() for k, _, v in (a.partition(":") for a in attrs.split(",") if a.strip())
+            }
             is_union = _short(ftype) in unions
             if "id" in attr:
                 slot = int(attr["id"]) - (1 if is_union else 0)
             voffset = 4 + 2 * slot
             required = "required" in attr
+            if "deprecated" in attr:  # never read, and not verified (as flatc's C++ Verify)
+                slot += 2 if is_union else 1
+                continue
             if ftype.startswith("["):
                 elem = _short(ftype[1:-1])
                 layout = scalar_layout(elem)
@@ -195,7 +199,7 @@ def _compile(tables, structs, enums, unions, root, identifier) -> Schema:
     return Schema(compiled, unions, root, identifier)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_schema(path: str) -> Schema:
     """The compiled schema of a ``.fbs`` file (compiled once per process)."""
     return parse_schema(Path(path).read_text(encoding="utf-8"))

@@ -77,6 +77,7 @@ class Interpreter:
         model_content: bytes | None = None,
         experimental_delegates: Sequence[Delegate] | None = None,
         num_threads: int | None = None,
+        memory_budget: int | None = None,
         **_litert_only_options: Any,
     ):
         if num_threads is not None:
@@ -104,7 +105,7 @@ class Interpreter:
         self.num_threads = num_threads
         self._subgraphs: dict[int, _Subgraph] = {}
         #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
-        self._model_state = ModelState(self._model)
+        self._model_state = ModelState(self._model, memory_budget)  # bytes; None: TEFLON_MEMORY_BUDGET
 
     # -- model ----------------------------------------------------------------------------
     @property

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir, ops
-from teflon_py.errors import ModelError, UnsupportedError
+from teflon_py.errors import ModelError, TeflonError, UnsupportedError
 from teflon_py.executorch.xnnpack.payload import NO_ID, XGraph, XNode, XValue
 from teflon_py.ops.common import FusedActivation, Padding
 
@@ -198,7 +198,14 @@ def translate(xg: XGraph, what: str) -> DelegateGraph:
         fn = TRANSLATORS.get(node.type)
         if fn is None:
             raise b.unsupported(f"XNNPACK node type {node.type} is not supported")
-        fn(b, node)
+        try:
+            fn(b, node)
+        except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+            if isinstance(e, TeflonError):
+                raise
+            # fields out of the range of what they feed (an id past 2**31 as a permutation entry)
+            raise ModelError(f"{what}: {node.describe()}: its fields do not make a valid node: "
+                             f"{type(e).__name__}: {e}") from e
         for raw, out, act in b.pending:  # the clamp after an op that fuses none
             b.clamp(raw, out, act)
     b.node = None
