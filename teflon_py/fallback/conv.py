@@ -62,8 +62,8 @@ def window(node: Node, in_h: int, in_w: int, kh: int, kw: int) -> Window:
     """The window of a CONV_2D / DEPTHWISE_CONV_2D node over an ``in_h`` x ``in_w`` input."""
     attrs = node.attrs
     reason = ops_conv.conv_window_reason(attrs, in_h, in_w, kh, kw)
-    if reason:
-        raise node.error(reason)
+    if reason:  # strides / dilations below 1, or no output: LiteRT's rules
+        raise node.invalid(reason)
     wh, ww = ops_conv.windows(attrs, in_h, in_w, kh, kw)
     (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
     return Window(kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, oh=wh.out, ow=ww.out, pad_top=wh.before,
@@ -271,7 +271,7 @@ def _conv_plan(node: Node, w: np.ndarray, b: np.ndarray | None, groups: int) -> 
     dtype = np.dtype(node.inputs[0].dtype)
     wt = node.inputs[1]
     if dtype == np.int8 and np.any(wt.quantization.zero_point != 0):
-        raise node.error("int8 weights need zero points 0 (LiteRT's conv.cc rejects others)")
+        raise node.invalid(f"{wt.describe()}: int8 weights need zero points 0 (LiteRT's conv.cc rejects others)")
     wq = (np.asarray(w, np.int64) - weight_offset(node, wt, ignore_zero_point=False)).reshape(o, -1)
     bound = input_bound(dtype, zero_point_folded=True) * int(np.abs(wq).sum(axis=1).max(initial=0))
     weights = wq.reshape(groups, o // groups, -1).transpose(0, 2, 1)
