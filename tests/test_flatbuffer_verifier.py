@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def _camel(name: str) -> str:
 @pytest.mark.parametrize("fbs", [TFLITE_SCHEMA, PTE_SCHEMA, XNN_SCHEMA])
 def test_compiled_layout_matches_flatc_bindings(fbs: str) -> None:
     """Every field's vtable offset is the one flatc's generated Python reads."""
-    generated = open(fbs.removesuffix(".fbs") + "_generated.py").read()
+    generated = Path(fbs.removesuffix(".fbs") + "_generated.py").read_text()
     offsets: dict[tuple[str, str], int] = {}
     cls = method = None
     for line in generated.splitlines():
