@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, memory_budget, partitioner
+from teflon_py import ir, memory_budget, ops, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError, strict_mode
 from teflon_py.fallback import Node, kernel_for
@@ -199,6 +199,7 @@ class GraphExecutor:
         self.state = state if state is not None else ModelState(model)
         self._owns_state = state is None
         memory_budget.check_graph(graph, self.state.memory_budget, model.source)
+        self._validate()
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
@@ -247,6 +248,41 @@ class GraphExecutor:
             else:
                 p, delegate = by_index[index]
                 self.steps.append(self._compile(p, delegate))
+
+    def _validate(self) -> None:
+        """The op layer's rules for every node, once, before any backend sees it: a node that
+        breaks them is a ModelError naming it (whether a valid node is computed is the kernels'
+        and delegates' question, asked next). Shapes flow as LiteRT's Prepare resizes them: a
+        node sees the shapes its producers compute, not only the ones the model declares."""
+        tensors = list(self.graph.tensors)
+        dynamic: set[int] = set()
+        for op in self.graph.operations:
+            d = ops.OPS.get(op.name)
+            outs = [i for i in op.outputs if i != ir.NO_TENSOR]
+            if d is None or d.infer is None or any(i in dynamic for i in op.inputs):
+                dynamic.update(outs)
+                continue
+            ins = ops.Inputs(tuple(None if i == ir.NO_TENSOR else tensors[i] for i in op.inputs),
+                             tuple(tensors[i] for i in outs), op.describe(), op.index, op.name)
+            try:
+                metas = d.infer(op.attrs, ins)
+            except UnsupportedError:
+                dynamic.update(outs)
+                continue
+            except ModelError as e:
+                raise ModelError(f"{self._where()}{e}") from e
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+                if not outs:
+                    raise ModelError(f"{self._where()}{op.describe()}: the model gives it no outputs") from e
+                operands = ", ".join("none" if t is None else f"{list(t.shape)} {t.dtype}" for t in ins.inputs)
+                raise ModelError(f"{self._where()}{op.describe()}: its {len(ins.inputs)} inputs ({operands}) and "
+                                 f"{len(outs)} outputs do not fit the op: {type(e).__name__}: {e}") from e
+            for i, meta in zip(outs, metas or ()):
+                t = tensors[i]
+                if meta.shape is None:
+                    dynamic.add(i)
+                elif not t.is_constant and tuple(meta.shape) != t.shape:
+                    tensors[i] = dataclasses.replace(t, shape=tuple(int(n) for n in meta.shape))
 
     def _fallback(self, op: ir.Operation) -> tuple[Node, Any]:
         node = Node.of(self.graph, op, self.model)

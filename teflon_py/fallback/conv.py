@@ -91,14 +91,14 @@ def im2col(xp: np.ndarray, win: Window, dtype: np.dtype, groups: int = 1) -> np.
     n, hp, wp, c = xp.shape
     cg = c // groups
     if win.kh == win.kw == 1:
-        taps = xp[:, :: win.sh, :: win.sw].reshape(-1, groups, cg).transpose(1, 0, 2)
+        taps = xp[:, :: win.sh, :: win.sw].reshape(n * win.oh * win.ow, groups, cg).transpose(1, 0, 2)
         return np.asarray(taps, dtype)
     eff_h, eff_w = (win.kh - 1) * win.dh + 1, (win.kw - 1) * win.dw + 1
     views = sliding_window_view(xp.reshape(n, hp, wp, groups, cg), (eff_h, eff_w), axis=(1, 2))
     views = views[:, :: win.sh, :: win.sw, :, :, :: win.dh, :: win.dw]  # N, OH, OW, G, C/G, KH, KW
     cols = np.empty((groups, n, win.oh, win.ow, win.kh, win.kw, cg), dtype)
     cols[...] = views.transpose(3, 0, 1, 2, 5, 6, 4)
-    return cols.reshape(groups, n * win.oh * win.ow, -1)
+    return cols.reshape(groups, n * win.oh * win.ow, win.kh * win.kw * cg)  # explicit: N may be 0
 
 
 # -- the shared epilogue: bias, requantization, activation -----------------------------------------

@@ -5,6 +5,7 @@ The shared rules (``conv_types_reason``, ``conv_window_reason``, ``conv_shape_re
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,6 +127,8 @@ def depthwise_reason(attrs: DepthwiseConvAttrs, x_shape: tuple[int, ...], w_shap
 
 def _infer(name: str):
     def infer(attrs: ConvAttrs | DepthwiseConvAttrs, ins: Inputs) -> list[Meta]:
+        if len(ins.outputs) != 1:
+            raise ins.error(f"takes one output, the model gives {len(ins.outputs)}")
         x, w, y = ins[0], ins[1], ins.outputs[0]
         if x is None or w is None:
             raise ins.error("input and filter are required")
@@ -136,6 +139,9 @@ def _infer(name: str):
             reason = depthwise_reason(attrs, tuple(x.shape), tuple(w.shape))
             oc = w.shape[3] if len(w.shape) == 4 else 0
         reason = reason or conv_window_reason(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])
+        b = ins[2]
+        if not reason and b is not None and math.prod(b.shape) != oc:  # LiteRT: NumElements(bias)
+            reason = f"bias {b.describe()} of shape {list(b.shape)} does not match the {oc} output channels"
         if reason:
             raise ins.error(reason)
         wh, ww = windows(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])
