@@ -134,6 +134,9 @@ class Plan:
 def check_types(node: Node) -> np.dtype:
     """Input, weight, bias and output types of a conv / FC node as LiteRT accepts them; the input's."""
     b = node.inputs[2] if len(node.inputs) > 2 else None
+    fault = ops_conv.conv_types_fault(node.inputs[0], node.inputs[1], b, node.outputs[0])
+    if fault:
+        raise node.invalid(fault)
     reason = ops_conv.conv_types_reason(node.inputs[0], node.inputs[1], b, node.outputs[0])
     if reason:
         raise node.error(reason)

@@ -76,6 +76,25 @@ def activation_reason(activation: FusedActivation) -> str | None:
     return f"fused activation {activation.kind.name} is not supported"
 
 
+def conv_types_fault(x: ir.Tensor, w: ir.Tensor, b: ir.Tensor | None, out: ir.Tensor) -> str | None:
+    """Why the types break LiteRT's rules for a conv / FC (it rejects them too), or None; what
+    ``conv_types_reason`` adds to this is valid but not computed here."""
+    dtype = np.dtype(x.dtype)
+    if dtype in (np.int8, np.uint8):
+        if w.dtype == np.float32:
+            return f"{dtype} input with {w.dtype} weights"
+        for t in (x, w, out):
+            if t.quantization is None:
+                return f"{t.describe()} of type {t.dtype} has no quantization parameters"
+        if b is not None and b.dtype != np.int32:
+            return f"bias of type {b.dtype}; {dtype} inputs take int32 bias"
+    if dtype in (np.float32, np.int8, np.uint8) and out.dtype != dtype:
+        return f"output type {out.dtype} differs from input type {dtype}"
+    if dtype == np.float32 and w.dtype == np.float32 and b is not None and b.dtype != np.float32:
+        return f"bias of type {b.dtype}; float32 inputs take float32 bias"
+    return None
+
+
 def conv_types_reason(x: ir.Tensor, w: ir.Tensor, b: ir.Tensor | None, out: ir.Tensor) -> str | None:
     """Input, weight, bias and output types of a conv / FC as LiteRT accepts them, or why not."""
     dtype = np.dtype(x.dtype)

@@ -113,7 +113,7 @@ class _Reader:
 
     def _opcode(self, oc: Any, index: int) -> tuple[str, int, str | None]:
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        if code not in BUILTIN_NAMES:
+        if code not in BUILTIN_NAMES or code == fb.BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES:
             raise self.fail(f"operator code {index}: unknown builtin code {code}")
         custom = oc.CustomCode()
         return BUILTIN_NAMES[code], oc.Version(), custom.decode("utf-8") if custom is not None else None

@@ -40,6 +40,8 @@ MEMORY_LIMIT = 4 << 30
 TIME_LIMIT_S = 60.0
 CLASSES = ("bitflip", "truncate", "offset", "length", "vtable", "scalar", "index", "shape")
 PTE_SEEDS = ("conv2d", "conv_add_relu", "add_broadcast", "depthwise_conv2d")
+#: ``--held-out``: other models, the same fault classes (does the hardening generalise?)
+HELD_OUT_PTE = ("max_pool2d", "linear", "cat3", "mean_hw", "softmax", "upsample_bilinear", "permute", "bmm")
 
 # -- seeds ------------------------------------------------------------------------------------
 
@@ -74,8 +76,37 @@ def _float_graph() -> bytes:
     return mb.build()
 
 
+def _held_out_builders() -> dict[str, tuple[str, object]]:
+    from teflon_py import zoo
+
+    seeds: dict[str, tuple[str, object]] = {
+        "mnv2_f32": ("tflite", lambda: zoo.mobilenet_v2(32, 0.35, 10)),
+        "mnv2_int8": ("tflite", lambda: zoo.mobilenet_v2(32, 0.35, 10, dtype="int8", io="uint8")),
+        "mnv1_f32_ext": ("tflite", lambda: _external(zoo.mobilenet_v1(32, 0.25, 10))),
+    }
+    for name in HELD_OUT_PTE:
+        if (FIXTURES / f"{name}.pte").exists():
+            seeds[f"pte_{name}"] = ("pte", functools.partial((FIXTURES / f"{name}.pte").read_bytes))
+    return seeds
+
+
+SEED_SETS = {"default": None, "held-out": _held_out_builders}
+_seed_set = "default"
+
+
+def use_seeds(which: str) -> None:
+    """Switch this process to the ``default`` or the ``held-out`` seeds."""
+    global _seed_set
+    _seed_set = which
+    seeds.cache_clear()
+    layouts.cache_clear()
+
+
 def _seed_builders() -> dict[str, tuple[str, object]]:
     from teflon_py import zoo
+
+    if _seed_set == "held-out":
+        return _held_out_builders()
 
     def two_convs() -> bytes:
         from tests.test_opencl_quantized import _two_convs
@@ -416,7 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=40)
     parser.add_argument("--show", type=int, default=20, help="list this many non-clean failures")
     parser.add_argument("--json", help="write every case's outcome to this file")
+    parser.add_argument("--held-out", action="store_true", help="mutate other models (mobilenet_v2, more programs)")
     args = parser.parse_args(argv)
+    if args.held_out:
+        use_seeds("held-out")
     selected = list(cases(args.variants)) if args.full else sample(args.sample)
     results = run_cases(selected)
     if args.json:

@@ -20,7 +20,7 @@ import numpy as np
 
 from teflon_py import ir, ops
 from teflon_py.errors import ModelError, TeflonError, UnsupportedError
-from teflon_py.executorch.xnnpack.payload import NO_ID, XGraph, XNode, XValue
+from teflon_py.executorch.xnnpack.payload import DATATYPE_NAMES, NO_ID, XGraph, XNode, XValue
 from teflon_py.ops.common import FusedActivation, Padding
 
 # XNNPACK's node flags (xnnpack.h)
@@ -82,6 +82,8 @@ class _Builder:
     def _value_tensor(self, v: XValue) -> int:
         if v.datatype == "qdint8":
             dtype, quant = np.dtype(np.int8), None  # per-row parameters decided at run time
+        elif v.datatype == "invalid" or v.datatype not in DATATYPE_NAMES.values():
+            raise ModelError(f"{self.what}: xvalue {v.id}: datatype {v.datatype} is not an XNNPACK datatype")
         elif v.datatype not in DTYPES:
             raise UnsupportedError(f"{self.what}: xvalue {v.id}: datatype {v.datatype} is not supported")
         else:
