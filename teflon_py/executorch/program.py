@@ -234,7 +234,10 @@ class _Reader:
     def _str(self, raw: bytes | None, what: str) -> str:
         if raw is None:
             raise self.fail(f"{what} is missing")
-        return raw.decode("utf-8")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise self.fail(f"{what} is not UTF-8 ({e.reason} at byte {e.start})") from None
 
     def _constants(self, p: Any) -> list[memoryview | None]:
         """Program constant k's bytes (k = a tensor's data_buffer_idx; 0 is 'no data'); a segment's

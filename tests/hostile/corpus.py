@@ -9,10 +9,13 @@ XNNPACK payloads. Every mutation is aimed with the schema: a walk over the valid
 shapes lie, so each fault class hits what it names.
 
 Outcome per file: ``ok`` (ran), ``clean`` (a ``ModelError`` or ``UnsupportedError``), ``other``
-(any other exception type escaped), ``crash`` (the worker died), ``hang`` (past the time limit).
+(any other exception type escaped), ``crash`` (the worker died), ``hang`` (past the time limit);
+the table also gives the slowest clean error per class.
 
     python -m tests.hostile.corpus --full          # every class x seed x 40 variants, the table
     python -m tests.hostile.corpus --sample 150    # what CI runs (tests/hostile/test_corpus.py)
+    python -m tests.hostile.corpus --full --held-out           # the same faults in other models
+    python -m tests.hostile.corpus --full --backend opencl     # with the OpenCL delegate
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,26 +318,36 @@ def sample(count: int, seed: int = 0) -> list[tuple[str, str, int]]:
 # -- running one file (in the worker) -----------------------------------------------------------
 
 
-def run_one(kind: str, data: bytes) -> dict:
-    """Load, allocate, zero inputs, invoke, read outputs; the outcome as a dict."""
+def run_one(kind: str, data: bytes, backend: str = "numpy") -> dict:
+    """Load, allocate, zero inputs, invoke, read outputs; the outcome as a dict (with the
+    seconds it took)."""
     from teflon_py.errors import ModelError, UnsupportedError
 
+    start = time.perf_counter()
     try:
         if kind == "tflite":
-            _run_tflite(data)
+            _run_tflite(data, backend)
         else:
-            _run_pte(data)
+            _run_pte(data, backend)
     except (ModelError, UnsupportedError) as e:
-        return {"outcome": "clean", "type": type(e).__name__, "message": str(e)[:300]}
+        result = {"outcome": "clean", "type": type(e).__name__, "message": str(e)[:300]}
     except Exception as e:  # noqa: BLE001 - escaping exception types are what this counts
-        return {"outcome": "other", "type": type(e).__name__, "message": str(e)[:300]}
-    return {"outcome": "ok"}
+        result = {"outcome": "other", "type": type(e).__name__, "message": str(e)[:300]}
+    else:
+        result = {"outcome": "ok"}
+    return {**result, "seconds": round(time.perf_counter() - start, 4)}
 
 
-def _run_tflite(data: bytes) -> None:
+def _delegates(backend: str) -> list:
     import teflon_py
 
-    interp = teflon_py.Interpreter(model_content=data)
+    return [] if backend == "numpy" else [teflon_py.load_delegate(backend)]
+
+
+def _run_tflite(data: bytes, backend: str = "numpy") -> None:
+    import teflon_py
+
+    interp = teflon_py.Interpreter(model_content=data, experimental_delegates=_delegates(backend))
     interp.allocate_tensors()
     for d in interp.get_input_details():
         interp.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
@@ -342,10 +356,10 @@ def _run_tflite(data: bytes) -> None:
         interp.get_tensor(d["index"])
 
 
-def _run_pte(data: bytes) -> None:
+def _run_pte(data: bytes, backend: str = "numpy") -> None:
     from teflon_py.executorch import Runtime
 
-    program = Runtime.get().load_program(data)
+    program = Runtime.get().load_program(data, _delegates(backend))
     for name in sorted(program.method_names):
         method = program.load_method(name)
         method.execute([np.zeros(t.shape, t.dtype) for t in method.metadata.inputs])
@@ -358,8 +372,8 @@ def worker() -> None:
     out = sys.stdout
     sys.stdout = sys.stderr  # anything the model run prints must not corrupt the answers
     for line in sys.stdin:
-        kind, path = line.rstrip("\n").split(" ", 1)
-        result = run_one(kind, Path(path).read_bytes())
+        backend, kind, path = line.rstrip("\n").split(" ", 2)
+        result = run_one(kind, Path(path).read_bytes(), backend)
         out.write(json.dumps(result) + "\n")
         out.flush()
 
@@ -374,11 +388,13 @@ def _limit_memory() -> None:
 class Runner:
     """A worker process under the memory limit, restarted after a crash or a hang."""
 
-    def __init__(self, time_limit: float = TIME_LIMIT_S):
+    def __init__(self, time_limit: float = TIME_LIMIT_S, backend: str = "numpy"):
         self.time_limit = time_limit
+        self.backend = backend
         self.proc: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
+        # strict: a backend failure is an error here, not a quiet fallback to NumPy
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", TEFLON_STRICT="1")
         return subprocess.Popen(
             [sys.executable, "-c", "from tests.hostile.corpus import worker; worker()"],
@@ -389,7 +405,7 @@ class Runner:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
         proc = self.proc
-        proc.stdin.write(f"{kind} {path}\n")
+        proc.stdin.write(f"{self.backend} {kind} {path}\n")
         proc.stdin.flush()
         ready, _, _ = select.select([proc.stdout], [], [], self.time_limit)
         if not ready:
@@ -409,10 +425,11 @@ class Runner:
             self.proc = None
 
 
-def run_cases(selected: list[tuple[str, str, int]], time_limit: float = TIME_LIMIT_S) -> list[dict]:
+def run_cases(selected: list[tuple[str, str, int]], time_limit: float = TIME_LIMIT_S,
+              backend: str = "numpy") -> list[dict]:
     """Every case's outcome (with its seed, class and variant)."""
     results = []
-    runner = Runner(time_limit)
+    runner = Runner(time_limit, backend)
     try:
         with tempfile.TemporaryDirectory(prefix="teflon-hostile-") as tmp:
             for name, fault, k in selected:
@@ -432,10 +449,16 @@ def table(results: list[dict]) -> str:
     for r in results:
         counts[r["fault"]][r["outcome"]] += 1
         counts["total"][r["outcome"]] += 1
-    lines = [f"{'class':10}" + "".join(f"{c:>8}" for c in columns)]
+    slowest: dict[str, float] = collections.defaultdict(float)
+    for r in results:
+        if r["outcome"] == "clean":
+            slowest[r["fault"]] = max(slowest[r["fault"]], r.get("seconds", 0.0))
+            slowest["total"] = max(slowest["total"], r.get("seconds", 0.0))
+    lines = [f"{'class':10}" + "".join(f"{c:>8}" for c in columns) + "  slowest error (s)"]
     for fault in (*CLASSES, "total"):
         if fault in counts:
-            lines.append(f"{fault:10}" + "".join(f"{counts[fault][c]:>8}" for c in columns))
+            lines.append(f"{fault:10}" + "".join(f"{counts[fault][c]:>8}" for c in columns)
+                         + f"  {slowest[fault]:.3f}")
     return "\n".join(lines)
 
 
@@ -448,11 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=20, help="list this many non-clean failures")
     parser.add_argument("--json", help="write every case's outcome to this file")
     parser.add_argument("--held-out", action="store_true", help="mutate other models (mobilenet_v2, more programs)")
+    parser.add_argument("--backend", default="numpy", help="numpy (default) or a delegate name (opencl)")
     args = parser.parse_args(argv)
     if args.held_out:
         use_seeds("held-out")
     selected = list(cases(args.variants)) if args.full else sample(args.sample)
-    results = run_cases(selected)
+    results = run_cases(selected, backend=args.backend)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=0))
     print(table(results))
