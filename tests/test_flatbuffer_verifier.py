@@ -200,3 +200,20 @@ def _walk(data: bytes, path: list, want_table: bool) -> int:
         else:
             pos, tname = at + u32(data, at)[0], f.ref
     return pos
+
+
+def test_program_and_payload_faults_name_their_field() -> None:
+    from teflon_py.executorch import Runtime
+
+    data = corpus.seeds()["pte_conv2d"][1]
+    program_layout, payload_layout = corpus.layouts("pte_conv2d")[:2]
+    at, _, _ = program_layout.lengths[0]  # the first vector or string of the Program table
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, at, 0x7FFFFFF0)
+    with pytest.raises(ModelError, match=r"corrupt program at [a-z_]+(\[\d+\])?(\.[a-z_]+(\[\d+\])?)*: "):
+        read_program(bytes(bad))
+    at, _, _ = payload_layout.lengths[-1]
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, at, 0x7FFFFFF0)
+    with pytest.raises(ModelError, match=r"delegate 0: corrupt XNNPACK payload at [a-z_]+"):
+        Runtime.get().load_program(bytes(bad)).load_method("forward")
