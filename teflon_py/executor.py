@@ -377,8 +377,13 @@ class GraphExecutor:
     def _run_partition(self, step: _PartitionStep, observer: RunObserver | None = None) -> None:
         if step.compiled is not None:
             start = time.perf_counter_ns() if observer is not None else 0
+            inputs = [self.values[i] for i in step.compiled.inputs]
+            for i, value in zip(step.compiled.inputs, inputs):
+                if value is None:
+                    raise ModelError(f"{self._where()}{step.delegate.name} partition {step.partition.index} reads "
+                                     f"{self.graph.tensors[i].describe()}, which is not a graph input, a constant "
+                                     f"or a variable and no earlier node writes")
             try:
-                inputs = [self.values[i] for i in step.compiled.inputs]
                 outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
             except (BackendError, UnsupportedError) as e:
                 if strict_mode():
