@@ -217,3 +217,20 @@ def test_program_and_payload_faults_name_their_field() -> None:
     struct.pack_into("<I", bad, at, 0x7FFFFFF0)
     with pytest.raises(ModelError, match=r"delegate 0: corrupt XNNPACK payload at [a-z_]+"):
         Runtime.get().load_program(bytes(bad)).load_method("forward")
+
+
+def test_schema_layouts_of_structs_unions_and_ids() -> None:
+    schema = fv.parse_schema("""
+        namespace t;
+        enum Color : ubyte { Red, Green = 4 }
+        struct Vec { x: float; y: short; c: Color; pad: [ubyte:3]; }
+        table A { a: int; }
+        union U { A, Alias: A = 5 }
+        table T { v: Vec (id: 3); vs: [Vec] (id: 0); u: U (id: 2); old: long (deprecated, id: 4); s: [string] (id: 5); }
+        root_type T;""")
+    fields = {f.name: f for f in schema.tables["T"]}
+    assert (fields["v"].voffset, fields["v"].size, fields["v"].align) == (4 + 2 * 3, 12, 4)
+    assert (fields["vs"].voffset, fields["vs"].kind, fields["vs"].elem) == (4, fv.VECTOR, 12)
+    assert (fields["u_type"].voffset, fields["u"].voffset, fields["u"].type_voffset) == (6, 8, 6)
+    assert "old" not in fields and fields["s"].kind == fv.VECTOR_STRING
+    assert schema.unions["U"] == {1: "A", 5: "A"} and schema.root == "T"
