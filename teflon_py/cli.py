@@ -3,25 +3,37 @@ write zoo models.
 
 Bad input (a missing file, a corrupt model, an input of the wrong shape, an unknown delegate) is
 one line on stderr and exit status 2, without a traceback (``TEFLON_DEBUG=1`` shows it).
+
+An explicit ``--delegate`` that can run nothing (no usable device, no partition builds) is such an
+error too; nodes it leaves to NumPy are one warning line saying why, and the device that ran its
+partitions is one line ("opencl: <device> (<platform>, driver <version>)"). Warnings are one line,
+without Python's file:line decoration.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
 import sys
 import time
+import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from teflon_py.errors import TeflonError
+from teflon_py.errors import FallbackWarning, TeflonError
 from teflon_py.plan_report import debug_enabled, format_table, plan_data, plan_rows
 
 EXIT_USAGE = 2
+#: Longest reason a fallback line quotes (``TEFLON_DEBUG`` shows them whole).
+REASON_CHARS = 160
+#: Most distinct reasons a fallback line lists (``teflon-py inspect`` shows every node's).
+REASONS_SHOWN = 4
 
 
 class CliError(Exception):
@@ -46,6 +58,68 @@ def _interpreter(model: str | bytes, delegate: str | None) -> Any:
     if is_program(model):  # an ExecuTorch .pte: its "forward" method
         return ProgramInterpreter(model, delegates)
     return Interpreter(model_path=model, experimental_delegates=delegates)
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= REASON_CHARS or debug_enabled() else text[:REASON_CHARS - 3] + "..."
+
+
+def _check_delegate(it: Any, delegate: str | None) -> None:
+    """An explicit ``--delegate`` that runs nothing because it has no usable device or none of
+    its partitions builds is a CliError (nothing to fall back *from*: the user asked for it)."""
+    if not delegate:
+        return
+    fallbacks = it.fallbacks()
+    for f in fallbacks:
+        if f.stage == "unavailable":
+            raise CliError(f"--delegate {delegate}: no usable device: {f.reason}")
+    failed = [f for f in fallbacks if f.stage == "build"]
+    if failed and all(r["backend"] == "numpy" for r in plan_rows(it)):
+        f = failed[0]
+        raise CliError(f"--delegate {delegate}: no partition could be built ({len(failed)} tried); partition "
+                       f"{f.partition}: {_short(f.reason)}")
+
+
+def _fallback_line(it: Any, delegate: str | None) -> str | None:
+    """With a ``--delegate``: one line saying how many nodes run on NumPy instead, and why."""
+    if not delegate:
+        return None
+    rows = plan_rows(it)
+    numpy = [r for r in rows if r["backend"] == "numpy" and not (r["reason"] or "").startswith("folded")]
+    if not numpy:
+        return None
+    parts = [f"partition {f.partition} ({len(f.nodes)} nodes) failed to {f.stage}: {_short(f.reason)}"
+             for f in it.fallbacks() if f.stage in ("build", "run")]
+    by_reason: dict[str, Counter[str]] = {}
+    for r in numpy:
+        reason = r["reason"] or "not claimed"
+        if reason.endswith((" build failed", " run failed")):
+            continue  # said above, with the error
+        by_reason.setdefault(reason, Counter())[r["op"]] += 1
+    for reason, ops in list(by_reason.items())[:REASONS_SHOWN]:
+        parts.append(f"{', '.join(f'{n} {op}' for op, n in ops.items())} ({_short(reason)})")
+    if len(by_reason) > REASONS_SHOWN:
+        parts.append(f"{len(by_reason) - REASONS_SHOWN} more reasons (teflon-py inspect lists every node)")
+    return f"{len(numpy)} of {len(rows)} nodes run on NumPy, not {delegate}: " + "; ".join(parts)
+
+
+def _device_lines(it: Any) -> list[str]:
+    """"opencl: <device> (<platform>, driver <version>)" per delegate that runs a node."""
+    return [f"{name}: {desc}" for name, desc in it.devices().items()]
+
+
+def _report_delegation(it: Any, delegate: str | None, command: str) -> None:
+    """Print which device runs the partitions (stdout) and what fell back to NumPy (stderr)."""
+    for line in _device_lines(it):
+        print(line)
+    line = _fallback_line(it, delegate)
+    if line is not None:
+        _warn(command, line)
+
+
+def _warn(command: str, message: str) -> None:
+    print(f"teflon-py {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _random_input(detail: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -108,6 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"model: {model}")
     it = _interpreter(model, args.delegate)
     it.allocate_tensors()
+    _check_delegate(it, args.delegate)
     details = it.get_input_details()
     if args.input:
         inputs = _load_inputs(args.input, details)
@@ -125,6 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(_summarise(name, value)))
     on = sorted({r["backend"] for r in plan_rows(it)})
     print(f"invoke: {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
+    _report_delegation(it, args.delegate, "run")  # after invoke: a partition may have failed to run
     if args.output:
         np.savez(args.output, **outputs)
         print(f"wrote {args.output}")
@@ -134,10 +210,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     it = _interpreter(args.model, args.delegate)
     it.allocate_tensors()
+    _check_delegate(it, args.delegate)
     if args.json:
-        print(json.dumps(plan_data(it, args.model, args.delegate), indent=2))
+        doc = plan_data(it, args.model, args.delegate)
+        doc["devices"] = it.devices()
+        doc["fallbacks"] = [dataclasses.asdict(f) for f in it.fallbacks()]
+        print(json.dumps(doc, indent=2))
+        line = _fallback_line(it, args.delegate)
+        if line is not None:
+            _warn("inspect", line)
     else:
         print(f"model: {args.model}  delegate: {args.delegate or 'none (NumPy fallback)'}")
+        _report_delegation(it, args.delegate, "inspect")
         print(format_table(it))
     return 0
 
@@ -147,6 +231,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.runs < 1 or args.warmup < 0:
         raise CliError("--runs must be at least 1 and --warmup at least 0")
     it, cold = _timed_allocate(args.model, args.delegate)
+    _check_delegate(it, args.delegate)
     rng = np.random.default_rng(0)
     inputs = [_random_input(d, rng) for d in it.get_input_details()]
     again, warm = _timed_allocate(args.model, args.delegate, fresh_memo=True)  # caches are full now
@@ -169,6 +254,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         lite = None
     ours, theirs = _time_invokes(it, inputs, lite, args.runs, args.warmup)
     result.update(_stats(ours))
+    # what the timings measured, after the runs (a partition that failed to run fell back in them)
+    ran = sorted({r["backend"] for r in plan_rows(it)} - {"numpy"})
+    result["delegate"] = args.delegate if args.delegate and ran else None
+    result["delegate_requested"] = args.delegate
+    result["nodes_on"] = dict(sorted(Counter(r["backend"] for r in plan_rows(it)).items()))
+    result["devices"] = it.devices()
+    fallback = _fallback_line(it, args.delegate)
+    if fallback is not None:
+        result["fallback"] = fallback
+        _warn("bench", fallback)
     if lite is not None and program:
         result["executorch"] = {"runtime": "executorch.runtime (XNNPACK)", **_stats(theirs)}
         result["ratio_to_executorch"] = statistics.median(a / b for a, b in zip(ours, theirs))
@@ -296,7 +391,14 @@ def _stats(times: list[float]) -> dict[str, float]:
 
 
 def _print_bench(r: dict[str, Any]) -> None:
-    print(f"model: {r['model']}  delegate: {r['delegate'] or 'none (NumPy fallback)'}")
+    if r["delegate"]:
+        delegate = r["delegate"] + "".join(f"; {name}: {desc}" for name, desc in r["devices"].items())
+    elif r["delegate_requested"]:
+        delegate = f"none ran ({r['delegate_requested']} runs no node; NumPy fallback)"
+    else:
+        delegate = "none (NumPy fallback)"
+    print(f"model: {r['model']}  delegate: {delegate}")
+    print("nodes on: " + ", ".join(f"{name} {n}" for name, n in r["nodes_on"].items()))
     print(f"allocate_tensors (first): {r['allocate_ms']:.1f} ms  [program caches: {r['allocate_cache']}; "
           f"{r['allocate_programs_built']} programs]")
     print(f"allocate_tensors (warm: fresh Interpreter, in-process programs forgotten, caches full): "
@@ -422,13 +524,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_warning(command: str) -> Any:
+    """``warnings.showwarning`` for the CLI: one line, no file:line (``TEFLON_DEBUG``: Python's)."""
+    python = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if debug_enabled():
+            python(message, category, filename, lineno, file, line)
+        else:
+            _warn(command, f"{category.__name__}: {message}")
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``teflon-py`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     if getattr(args, "delegate", None) == "none":  # `--delegate none`: NumPy fallback only
         args.delegate = None
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            # fallbacks are reported by the command itself (_check_delegate, _fallback_line)
+            warnings.simplefilter("ignore", FallbackWarning)
+            warnings.showwarning = _one_line_warning(args.command)
+            return args.func(args)
     except (CliError, TeflonError, OSError, ValueError) as e:
         if debug_enabled():
             raise

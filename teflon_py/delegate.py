@@ -58,6 +58,10 @@ class Delegate(abc.ABC):
     #: Partitioner options: the most partitions to delegate (None: all), the fewest nodes worth one.
     max_partitions: int | None = None
     min_nodes: int = 1
+    #: What a failure to build or run a partition, or a missing device, does: "warn" (the nodes run
+    #: on NumPy, with a ``FallbackWarning``) or "error" (raised); None: ``TEFLON_FALLBACK`` decides
+    #: (``errors.fallback_policy``).
+    fallback: str | None = None
 
     @abc.abstractmethod
     def check(self, graph: ir.Graph, op: ir.Operation) -> Verdict:
@@ -66,6 +70,11 @@ class Delegate(abc.ABC):
     @abc.abstractmethod
     def compile(self, graph: ir.Graph, partition: Any) -> CompiledPartition:
         """Build a ``partitioner.Partition`` of ``graph``; raise BackendError on failure."""
+
+    def device_description(self) -> str | None:
+        """The device (and driver) its partitions run on, once one is chosen; None before, or
+        for a backend without such a thing."""
+        return None
 
     def close(self) -> None:
         """Release the backend's resources."""

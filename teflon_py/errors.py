@@ -31,6 +31,30 @@ class BackendError(TeflonError, RuntimeError):
         self.partition = partition
 
 
+class FallbackWarning(TeflonError, RuntimeWarning):
+    """A delegate could not run (part of) a graph, which then runs on the NumPy fallback."""
+
+
+#: Environment variable for what a delegate's failure does when its ``fallback`` option is unset.
+FALLBACK_ENV = "TEFLON_FALLBACK"
+FALLBACK_POLICIES = ("warn", "error")
+
+
+def fallback_policy(option: str | None = None) -> str:
+    """What a delegate that cannot build or run a partition (or has no usable device) does:
+    "warn" (one ``FallbackWarning``, the nodes run on NumPy) or "error" (its error is raised).
+    ``option`` (a delegate's ``fallback`` option) wins, else ``TEFLON_FALLBACK``, else "warn";
+    ``TEFLON_STRICT`` makes it "error" whatever they say."""
+    if strict_mode():
+        return "error"
+    value = option if option not in (None, "") else os.environ.get(FALLBACK_ENV, "")
+    value = str(value).strip().lower() or "warn"
+    if value not in FALLBACK_POLICIES:
+        where = "fallback option" if option not in (None, "") else FALLBACK_ENV
+        raise ValueError(f"{where} must be one of {', '.join(FALLBACK_POLICIES)}, got {value!r}")
+    return value
+
+
 def strict_mode() -> bool:
     """``TEFLON_STRICT`` set (to anything but ``0``): a backend that fails to build or run a
     partition, or cannot be used at all, raises instead of falling back to NumPy (the test suite

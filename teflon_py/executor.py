@@ -4,7 +4,13 @@ Built at ``allocate_tensors``: every delegate answers ``check`` for every node, 
 groups the supported nodes, the delegate compiles each partition; every node left over gets its
 NumPy kernel (an unknown op is an error here, not at invoke). A partition that fails to build or
 to run falls back to NumPy for its nodes, with one warning naming it and the error; their NumPy
-kernels are looked up only then, so a delegate may run an op the fallback lacks.
+kernels are looked up only then, so a delegate may run an op the fallback lacks. What a failure
+does is the delegate's ``fallback`` policy (``errors.fallback_policy``: "warn" or "error"); every
+fallback taken is recorded in ``GraphExecutor.fallbacks``.
+
+A tensor that a compiled partition produces and uses only inside itself never reaches the host:
+``hidden(i)`` names the partition holding it. With ``preserve_all_tensors`` each partition is
+compiled with every tensor it produces as an output, so all of them are read back after a run.
 
 ``run(observer)`` reports each step it takes (a NumPy node or a delegate partition, host-timed) to
 a ``RunObserver``, which may also run the partitions another way (``teflon_py.profile`` runs
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -29,7 +37,14 @@ import numpy as np
 
 from teflon_py import ir, memory_budget, ops, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
-from teflon_py.errors import BackendError, ModelError, TeflonError, UnsupportedError, strict_mode
+from teflon_py.errors import (
+    BackendError,
+    FallbackWarning,
+    ModelError,
+    TeflonError,
+    UnsupportedError,
+    fallback_policy,
+)
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
 from teflon_py.ops import control_flow
@@ -42,6 +57,26 @@ class Placement:
     backend: str  # delegate name or "numpy"
     partition: int | None
     reason: str | None
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """One fallback to NumPy a delegate's failure caused: ``stage`` is "unavailable" (no usable
+    device: ``partition`` None, ``nodes`` every node it could have claimed), "build" or "run"."""
+
+    delegate: str
+    stage: str
+    partition: int | None
+    nodes: tuple[int, ...]
+    reason: str
+
+    def describe(self) -> str:
+        if self.stage == "unavailable":
+            return f"{self.delegate} is unavailable, running on NumPy: {self.reason}"
+        what = f"{self.delegate} partition {self.partition}"
+        if self.stage == "build":
+            return f"{what} ({len(self.nodes)} nodes) failed to build, running it on NumPy: {self.reason}"
+        return f"{what} failed to run, running it on NumPy from now on: {self.reason}"
 
 
 @dataclass
@@ -181,6 +216,31 @@ def _resource_ids(model: ir.Model) -> dict[tuple[str, str], int]:
     return ids
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the directory holding teflon_py/
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside teflon-py: a warning points at the user's
+    ``allocate_tensors()`` or ``invoke()`` line, not at the executor."""
+    frame, level = sys._getframe(1), 1
+    inside = os.path.join(_PACKAGE, "teflon_py") + os.sep
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _every_output(graph: ir.Graph, p: Any) -> tuple[int, ...]:
+    """The partition's outputs, then every other tensor its nodes produce (in node order)."""
+    outputs = list(p.outputs)
+    seen = set(outputs)
+    for i in p.nodes:
+        for t in graph.operations[i].outputs:
+            if t != ir.NO_TENSOR and t not in seen:
+                seen.add(t)
+                outputs.append(t)
+    return tuple(outputs)
+
+
 def _subgraph_references(op: ir.Operation) -> list[int]:
     """Subgraphs an op runs (WHILE, IF, CALL_ONCE): what its attributes name."""
     return control_flow.subgraphs(op.attrs)
@@ -193,9 +253,12 @@ class GraphExecutor:
     """
 
     def __init__(self, model: ir.Model, graph: ir.Graph, delegates: Sequence[Delegate] = (),
-                 state: ModelState | None = None):
+                 state: ModelState | None = None, preserve_all_tensors: bool = False):
         self.model = model
         self.graph = graph
+        self.preserve_all_tensors = preserve_all_tensors
+        self.fallbacks: list[Fallback] = []
+        self._hidden: dict[int, str] | None = None  # tensor -> partition keeping it (``hidden``)
         self.state = state if state is not None else ModelState(model)
         self._owns_state = state is None
         memory_budget.check_graph(graph, self.state.memory_budget, model.source)
@@ -217,12 +280,12 @@ class GraphExecutor:
                 verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
                             if op.index not in claimed]
             except BackendError as e:  # no usable device: nothing to check against
-                if strict_mode():
+                if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                     raise
-                warnings.warn(f"{delegate.name} is unavailable, running on NumPy: {e}", RuntimeWarning,
-                              stacklevel=3)
                 verdicts = [(op, Verdict.no(f"device unavailable ({e})")) for op in self.graph.operations
                             if op.index not in claimed]
+                self._fell_back(Fallback(delegate.name, "unavailable", None,
+                                         tuple(op.index for op, _ in verdicts), str(e)))
             for op, verdict in verdicts:
                 if verdict.supported:
                     supported.add(op.index)
@@ -292,18 +355,21 @@ class GraphExecutor:
             self.state.prepare(index, op)
         return node, kernel
 
+    def _fell_back(self, fallback: Fallback) -> None:
+        self.fallbacks.append(fallback)
+        warnings.warn(FallbackWarning(fallback.describe()), stacklevel=_caller_level())
+
     def _compile(self, p: Any, delegate: Delegate) -> _PartitionStep:
         step = _PartitionStep(p, delegate, None)
+        if self.preserve_all_tensors:
+            p = dataclasses.replace(p, outputs=_every_output(self.graph, p))
         try:
             step.compiled = delegate.compile(self.graph, p)
         except (BackendError, UnsupportedError) as e:
-            if strict_mode():
+            if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                 raise
             self._partition_fallback(step, f"failed to build ({e})")
-            warnings.warn(
-                f"{delegate.name} partition {p.index} ({len(p.nodes)} nodes) failed to build, "
-                f"running it on NumPy: {e}", RuntimeWarning, stacklevel=3,
-            )
+            self._fell_back(Fallback(delegate.name, "build", p.index, tuple(p.nodes), str(e)))
         compiled = step.compiled
         for i in p.nodes:
             self.placements[i] = Placement(delegate.name if compiled else "numpy", p.index if compiled else None,
@@ -328,6 +394,20 @@ class GraphExecutor:
                     ) from e
             step.fallback = fallback
         return step.fallback
+
+    def hidden(self, tensor: int) -> str | None:
+        """Which compiled partition keeps ``tensor`` to itself (it is produced and consumed inside
+        and never copied to the host), e.g. "opencl partition 0"; None when the host has it."""
+        if self._hidden is None:
+            self._hidden = {}
+            for step in self.steps:
+                if isinstance(step, _PartitionStep) and step.compiled is not None:
+                    kept = set(step.compiled.outputs)
+                    for i in step.partition.nodes:
+                        for t in self.graph.operations[i].outputs:
+                            if t != ir.NO_TENSOR and t not in kept:
+                                self._hidden[t] = f"{step.delegate.name} partition {step.partition.index}"
+        return self._hidden.get(tensor)
 
     # -- running --------------------------------------------------------------------------
     def run(self, observer: RunObserver | None = None) -> None:
@@ -386,14 +466,13 @@ class GraphExecutor:
             try:
                 outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
             except (BackendError, UnsupportedError) as e:
-                if strict_mode():
+                if fallback_policy(getattr(step.delegate, "fallback", None)) == "error":
                     raise
                 self._partition_fallback(step, f"failed to run ({e})")
-                warnings.warn(
-                    f"{step.delegate.name} partition {step.partition.index} failed to run, "
-                    f"running it on NumPy from now on: {e}", RuntimeWarning, stacklevel=3,
-                )
                 step.compiled = None
+                self._hidden = None  # its tensors are the host's from now on
+                p = step.partition
+                self._fell_back(Fallback(step.delegate.name, "run", p.index, tuple(p.nodes), str(e)))
                 for i in step.partition.nodes:
                     self.placements[i] = Placement("numpy", None, f"{step.delegate.name} run failed")
             else:

@@ -24,7 +24,7 @@ import numpy as np
 from teflon_py import ir, ops
 from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError
-from teflon_py.executor import GraphExecutor, ModelState, Placement, RunObserver
+from teflon_py.executor import Fallback, GraphExecutor, ModelState, Placement, RunObserver
 from teflon_py.fallback.constant_folding import fold_model
 from teflon_py.plan_report import debug_enabled, format_table
 from teflon_py.tflite.reader import read_model
@@ -77,6 +77,8 @@ class Interpreter:
         model_content: bytes | None = None,
         experimental_delegates: Sequence[Delegate] | None = None,
         num_threads: int | None = None,
+        *,
+        experimental_preserve_all_tensors: bool = False,
         memory_budget: int | None = None,
         **_litert_only_options: Any,
     ):
@@ -101,6 +103,9 @@ class Interpreter:
                     f"experimental_delegates takes teflon-py delegates (teflon_py.load_delegate(name)), "
                     f"got {type(d).__module__}.{type(d).__name__}"
                 )
+        #: every tensor readable after ``invoke``: delegates then copy each tensor they produce
+        #: to the host (their partitions keep none to themselves, and fuse nothing away)
+        self.preserve_all_tensors = bool(experimental_preserve_all_tensors)
         #: accepted for LiteRT compatibility; the NumPy fallback uses NumPy's own threads
         self.num_threads = num_threads
         self._subgraphs: dict[int, _Subgraph] = {}
@@ -148,7 +153,8 @@ class Interpreter:
             return state
         graph = self._propagate_shapes(state) if state.input_shapes else state.base
         state.close()
-        executor = GraphExecutor(self._model_with(graph), graph, self._delegates, self._model_state)
+        executor = GraphExecutor(self._model_with(graph), graph, self._delegates, self._model_state,
+                                 preserve_all_tensors=self.preserve_all_tensors)
         _initialise(executor, graph)
         state.graph, state.executor, state.dirty = graph, executor, False
         if subgraph_index == 0 and debug_enabled():
@@ -320,7 +326,9 @@ class Interpreter:
             values[index] = np.array(value, copy=True, order="C")
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
-        """A copy of the tensor's current value."""
+        """A copy of the tensor's current value. A tensor that a delegate's partition produces and
+        consumes itself is a ValueError (as in LiteRT) unless the interpreter was made with
+        ``experimental_preserve_all_tensors=True``."""
         return np.array(self._value(subgraph_index, tensor_index), copy=True)
 
     def tensor(self, tensor_index: int) -> Callable[[], np.ndarray]:
@@ -332,6 +340,13 @@ class Interpreter:
         index = self._check_index(state, tensor_index)
         if state.executor is None:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        holder = state.executor.hidden(index)
+        if holder is not None:  # LiteRT: "Tensor data is null" for a delegate's intermediates
+            t = state.graph.tensors[index]
+            raise ValueError(
+                f"Tensor data is null: {t.describe()} is an intermediate of {holder} and stays on its "
+                "device; create the Interpreter with experimental_preserve_all_tensors=True to read it"
+            )
         values = state.executor.values
         if values[index] is None:  # allocated, not computed yet: zeros, as LiteRT's fresh arena
             t = state.graph.tensors[index]
@@ -382,6 +397,20 @@ class Interpreter:
         if state.executor is None:
             raise RuntimeError("call allocate_tensors() first")
         return [{"index": p.index, "backend": name, "nodes": list(p.nodes)} for name, p in state.executor.partitions]
+
+    def fallbacks(self) -> list[Fallback]:
+        """Every fallback to NumPy a delegate's failure caused in the main graph so far (no usable
+        device, a partition that failed to build or to run), in order."""
+        state = self._state(0)
+        if state.executor is None:
+            raise RuntimeError("call allocate_tensors() first")
+        return list(state.executor.fallbacks)
+
+    def devices(self) -> dict[str, str]:
+        """{delegate name: its device and driver} for each delegate that runs a node of the main graph."""
+        running = {p.backend for p in self.placements()}
+        return {d.name: desc for d in self._delegates
+                if d.name in running and (desc := d.device_description()) is not None}
 
     def _get_ops_details(self) -> list[dict[str, Any]]:
         """LiteRT's per-node dicts: index, op name, input/output indices and dtypes."""

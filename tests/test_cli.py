@@ -141,8 +141,9 @@ def test_inspect_json_schema(capsys, demo_path, echo_backend) -> None:
     code, out, _ = run_cli(capsys, "inspect", demo_path, "--delegate", echo_backend, "--json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["model", "delegate", "nodes", "partitions"]
+    assert list(doc) == ["model", "delegate", "nodes", "partitions", "devices", "fallbacks"]
     assert doc["model"] == demo_path and doc["delegate"] == echo_backend
+    assert doc["devices"] == {} and doc["fallbacks"] == []  # the echo backend names no device
     ops = [op.name for op in teflon_py.Interpreter(model_path=demo_path).model.main.operations]
     assert [n["index"] for n in doc["nodes"]] == list(range(len(ops)))
     for node, op in zip(doc["nodes"], ops):
@@ -171,7 +172,7 @@ def test_bench_json(capsys, demo_path) -> None:
     doc = json.loads(out)
     assert {"model", "delegate", "runs", "warmup", "allocate_ms", "allocate_programs_built", "allocate_cache",
             "allocate_warm_ms", "allocate_warm_programs_built", "median_ms", "min_ms", "max_ms", "litert",
-            "ratio_to_litert", "ratio_of_medians"} == set(doc)
+            "ratio_to_litert", "ratio_of_medians", "delegate_requested", "nodes_on", "devices"} == set(doc)
     assert doc["runs"] == 3 and 0 < doc["min_ms"] <= doc["median_ms"] <= doc["max_ms"]
     assert doc["allocate_ms"] > 0 and doc["ratio_to_litert"] > 0 and doc["allocate_cache"] == "none"
     assert doc["litert"]["num_threads"] == os.cpu_count() and doc["litert"]["median_ms"] > 0
@@ -269,7 +270,8 @@ def test_inspect_json_of_a_program(capsys, device) -> None:
                            "--json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["model", "delegate", "nodes", "partitions"]
+    assert list(doc) == ["model", "delegate", "nodes", "partitions", "devices", "fallbacks"]
+    assert set(doc["devices"]) == {"opencl"} and doc["fallbacks"] == []
     assert [n["op"] for n in doc["nodes"]] == ["XNNStaticTranspose", "XNNConv2d", "XNNStaticTranspose",
                                                "aten::mean.out", "aten::native_layer_norm.out", "XNNFullyConnected"]
     for node in doc["nodes"]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py.delegate import Delegate
+from teflon_py.executor import Fallback
 from teflon_py.executorch.program import KernelCall
 from teflon_py.executorch.runtime import Method, Runtime, _DelegateStep
 from teflon_py.plan_report import describe_tensor
@@ -111,6 +112,16 @@ class ProgramInterpreter:
                 self._partitions[row["partition"]]["nodes"].append(row["index"])
             rows.append(row)
         return rows
+
+    def fallbacks(self) -> list[Fallback]:
+        """Every fallback to NumPy a delegate's failure caused in the method's delegate graphs."""
+        assert self.method is not None, "call allocate_tensors() first"
+        return self.method.fallbacks()
+
+    def devices(self) -> dict[str, str]:
+        """{delegate name: its device and driver} for each delegate that runs an op of the method."""
+        assert self.method is not None, "call allocate_tensors() first"
+        return self.method.devices()
 
     def partitions(self) -> list[dict[str, Any]]:
         if not hasattr(self, "_partitions"):

@@ -23,7 +23,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import Delegate
 from teflon_py.errors import ModelError, UnsupportedError
-from teflon_py.executor import GraphExecutor, Placement
+from teflon_py.executor import Fallback, GraphExecutor, Placement
 from teflon_py.executorch import portable
 from teflon_py.executorch.program import DelegateCall, KernelCall, Program, TensorValue, read_program
 from teflon_py.executorch.xnnpack.payload import read_payload
@@ -115,6 +115,7 @@ class Method:
         self.program = program
         self.name = name
         self.plan = program.methods[name]
+        self.delegates = list(delegates)
         self.steps: list[_DelegateStep | KernelCall] = []
         translated: dict[int, DelegateGraph] = {}
         for k, ins in enumerate(self.plan.instructions):
@@ -184,6 +185,18 @@ class Method:
                     rows.append((f"delegate {step.call.delegate}: {node.describe()} -> {op.name}",
                                  step.graph.graph, op, p))
         return rows
+
+    def fallbacks(self) -> list[Fallback]:
+        """Every fallback to NumPy a delegate's failure caused in this method's delegate graphs
+        (no usable device, a partition that failed to build or to run), in chain order."""
+        return [f for step in self.steps if isinstance(step, _DelegateStep) for f in step.executor.fallbacks]
+
+    def devices(self) -> dict[str, str]:
+        """{delegate name: its device and driver} for each delegate that runs an op of the method."""
+        running = {p.backend for step in self.steps if isinstance(step, _DelegateStep)
+                   for p in step.executor.placements}
+        return {d.name: desc for d in self.delegates
+                if d.name in running and (desc := d.device_description()) is not None}
 
     # -- running ----------------------------------------------------------------------------------
 

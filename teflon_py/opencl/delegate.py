@@ -7,6 +7,8 @@ Options (values may be strings, as LiteRT's ``load_delegate`` passes them):
   ``~/.cache/teflon-py/cl``).
 - ``max_partitions`` (default all) and ``min_nodes`` (default 1): partitioner limits.
 - ``precision``: "fp32" (the only one so far).
+- ``fallback``: "warn" (default) or "error": whether a partition that fails to build or run, or a
+  missing device, runs on NumPy with a ``FallbackWarning`` or raises; default ``TEFLON_FALLBACK``.
 
 ``check`` is pure (the lowering registry's verdict from shapes, types and constants); the
 device and its context are created at the first ``compile``.
@@ -18,10 +20,11 @@ from typing import Any
 
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
+from teflon_py.errors import FALLBACK_POLICIES
 from teflon_py.opencl import lowerings as lowering
 from teflon_py.opencl.caps import Caps
 
-OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision")
+OPTIONS = ("device", "cache_dir", "max_partitions", "min_nodes", "precision", "fallback")
 PRECISIONS = ("fp32",)
 
 
@@ -40,6 +43,13 @@ class OpenCLDelegate(Delegate):
             raise ValueError(f"OpenCL delegate precision {options['precision']!r} is not supported yet "
                              f"(supported: {', '.join(PRECISIONS)})")
         self.precision = precision
+        fallback = options.get("fallback")
+        if fallback not in (None, ""):
+            fallback = str(fallback).strip().lower()
+            if fallback not in FALLBACK_POLICIES:
+                raise ValueError(f"OpenCL delegate option fallback must be one of {', '.join(FALLBACK_POLICIES)}, "
+                                 f"got {options['fallback']!r}")
+            self.fallback = fallback
         self.device_spec: str | None = None if options.get("device") in (None, "") else str(options["device"])
         self.cache_dir: str | None = None if options.get("cache_dir") in (None, "") else str(options["cache_dir"])
         self.max_partitions = _int_option(options, "max_partitions", None, minimum=1)
@@ -81,6 +91,13 @@ class OpenCLDelegate(Delegate):
     def device_name(self) -> str | None:
         """The device's name once one is chosen (after the first compile), else None."""
         return self._dc.name if self._dc is not None else None
+
+    def device_description(self) -> str | None:
+        """"<device> (<platform>, driver <version>)" once a partition was compiled, else None."""
+        if self._dc is None:
+            return None
+        dev = self._dc.device
+        return f"{dev.name.strip()} ({dev.platform.name.strip()}, driver {dev.driver_version.strip()})"
 
     def close(self) -> None:
         self._dc = None
