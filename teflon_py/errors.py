@@ -8,8 +8,10 @@ class TeflonError(Exception):
     """Base class of every error teflon-py raises on purpose."""
 
 
-class ModelError(TeflonError, ValueError):
-    """A model file or IR is malformed: names the tensor, operator or buffer at fault."""
+class ModelError(TeflonError, ValueError, RuntimeError):
+    """A model file or IR is malformed, or breaks an op's rules: names the tensor, operator,
+    buffer or field at fault. A ValueError as LiteRT raises for a bad file at load, and a
+    RuntimeError as it raises when a node fails to prepare at ``allocate_tensors`` / ``invoke``."""
 
 
 class UnsupportedError(TeflonError, NotImplementedError):

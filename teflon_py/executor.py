@@ -35,9 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, partitioner
+from teflon_py import ir, memory_budget, ops, partitioner
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
-from teflon_py.errors import BackendError, FallbackWarning, ModelError, UnsupportedError, fallback_policy
+from teflon_py.errors import (
+    BackendError,
+    FallbackWarning,
+    ModelError,
+    TeflonError,
+    UnsupportedError,
+    fallback_policy,
+)
 from teflon_py.fallback import Node, kernel_for
 from teflon_py.fallback.constant_folding import is_folded
 from teflon_py.ops import control_flow
@@ -118,8 +125,10 @@ class ModelState:
     subgraph, built when a node first refers to it and kept, so its variable tensors persist.
     """
 
-    def __init__(self, model: ir.Model):
+    def __init__(self, model: ir.Model, memory_budget: int | None = None):
         self.model = model
+        #: bytes every graph's tensors are checked against at planning (None: the default budget)
+        self.memory_budget = memory_budget
         self.resources: dict[int, Any] = {}
         self.resource_ids: dict[tuple[str, str], int] = _resource_ids(model)
         self.initialized: set[int] = set()
@@ -184,7 +193,7 @@ class ModelState:
 
     def fork(self) -> ModelState:
         """A copy to run a graph without side effects (shape probing): same resources, own executors."""
-        other = ModelState(self.model)
+        other = ModelState(self.model, self.memory_budget)
         other.resources = copy.deepcopy(self.resources)
         other.resource_ids = dict(self.resource_ids)
         other.initialized = set(self.initialized)
@@ -252,6 +261,8 @@ class GraphExecutor:
         self._hidden: dict[int, str] | None = None  # tensor -> partition keeping it (``hidden``)
         self.state = state if state is not None else ModelState(model)
         self._owns_state = state is None
+        memory_budget.check_graph(graph, self.state.memory_budget, model.source)
+        self._validate()
         self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
@@ -301,6 +312,41 @@ class GraphExecutor:
             else:
                 p, delegate = by_index[index]
                 self.steps.append(self._compile(p, delegate))
+
+    def _validate(self) -> None:
+        """The op layer's rules for every node, once, before any backend sees it: a node that
+        breaks them is a ModelError naming it (whether a valid node is computed is the kernels'
+        and delegates' question, asked next). Shapes flow as LiteRT's Prepare resizes them: a
+        node sees the shapes its producers compute, not only the ones the model declares."""
+        tensors = list(self.graph.tensors)
+        dynamic: set[int] = set()
+        for op in self.graph.operations:
+            d = ops.OPS.get(op.name)
+            outs = [i for i in op.outputs if i != ir.NO_TENSOR]
+            if d is None or d.infer is None or any(i in dynamic for i in op.inputs):
+                dynamic.update(outs)
+                continue
+            ins = ops.Inputs(tuple(None if i == ir.NO_TENSOR else tensors[i] for i in op.inputs),
+                             tuple(tensors[i] for i in outs), op.describe(), op.index, op.name)
+            try:
+                metas = d.infer(op.attrs, ins)
+            except UnsupportedError:
+                dynamic.update(outs)
+                continue
+            except ModelError as e:
+                raise ModelError(f"{self._where()}{e}") from e
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+                if not outs:
+                    raise ModelError(f"{self._where()}{op.describe()}: the model gives it no outputs") from e
+                operands = ", ".join("none" if t is None else f"{list(t.shape)} {t.dtype}" for t in ins.inputs)
+                raise ModelError(f"{self._where()}{op.describe()}: its {len(ins.inputs)} inputs ({operands}) and "
+                                 f"{len(outs)} outputs do not fit the op: {type(e).__name__}: {e}") from e
+            for i, meta in zip(outs, metas or ()):
+                t = tensors[i]
+                if meta.shape is None:
+                    dynamic.add(i)
+                elif not t.is_constant and tuple(meta.shape) != t.shape:
+                    tensors[i] = dataclasses.replace(t, shape=tuple(int(n) for n in meta.shape))
 
     def _fallback(self, op: ir.Operation) -> tuple[Node, Any]:
         node = Node.of(self.graph, op, self.model)
@@ -383,19 +429,43 @@ class GraphExecutor:
 
     def _run_node(self, node: Node, kernel: Any) -> None:
         args = [None if i == ir.NO_TENSOR else self.values[i] for i in node.op.inputs]
-        with np.errstate(all="ignore"):  # IEEE arithmetic, as LiteRT's: NaN / inf in, NaN / inf out, no warnings
-            result = kernel(node, args)
+        for i, value in zip(node.op.inputs, args):
+            if value is None and i != ir.NO_TENSOR:
+                raise ModelError(f"{self._where()}{node.op.describe()} reads {self.graph.tensors[i].describe()}, "
+                                 f"which is not a graph input, a constant or a variable and no earlier node writes")
+        try:
+            with np.errstate(all="ignore"):  # IEEE arithmetic, as LiteRT's: NaN / inf in, NaN / inf out, no warnings
+                result = kernel(node, args)
+        except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+                MemoryError) as e:
+            if isinstance(e, TeflonError):
+                raise
+            # a kernel meeting inputs that break its op's rules in a way the op layer does not
+            # check yet (declared shapes that do not fit together): the node and shapes named
+            shapes = ", ".join("none" if a is None else f"{list(np.shape(a))} {np.asarray(a).dtype}" for a in args)
+            raise ModelError(f"{self._where()}{node.op.describe()} cannot run on its inputs ({shapes}): "
+                             f"{type(e).__name__}: {e}") from e
         outs = result if isinstance(result, (list, tuple)) else [result]
         for t, value in zip(node.outputs, outs):
             if value.dtype != t.dtype:
-                raise TypeError(f"{node.op.describe()}: kernel returned {value.dtype} for {t.describe()} of {t.dtype}")
+                raise ModelError(f"{self._where()}{node.op.describe()}: computes {value.dtype} for {t.describe()}, "
+                                 f"which the model declares {t.dtype}")
             self.values[t.index] = value
+
+    def _where(self) -> str:
+        source = f"{self.model.source}: " if self.model.source else ""
+        return f"{source}subgraph {self.graph.index} " if self.graph.index else source
 
     def _run_partition(self, step: _PartitionStep, observer: RunObserver | None = None) -> None:
         if step.compiled is not None:
             start = time.perf_counter_ns() if observer is not None else 0
+            inputs = [self.values[i] for i in step.compiled.inputs]
+            for i, value in zip(step.compiled.inputs, inputs):
+                if value is None:
+                    raise ModelError(f"{self._where()}{step.delegate.name} partition {step.partition.index} reads "
+                                     f"{self.graph.tensors[i].describe()}, which is not a graph input, a constant "
+                                     f"or a variable and no earlier node writes")
             try:
-                inputs = [self.values[i] for i in step.compiled.inputs]
                 outs = step.compiled.invoke(inputs) if observer is None else observer.invoke(step.compiled, inputs)
             except (BackendError, UnsupportedError) as e:
                 if fallback_policy(getattr(step.delegate, "fallback", None)) == "error":

@@ -79,6 +79,7 @@ class Interpreter:
         num_threads: int | None = None,
         *,
         experimental_preserve_all_tensors: bool = False,
+        memory_budget: int | None = None,
         **_litert_only_options: Any,
     ):
         if num_threads is not None:
@@ -109,7 +110,7 @@ class Interpreter:
         self.num_threads = num_threads
         self._subgraphs: dict[int, _Subgraph] = {}
         #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
-        self._model_state = ModelState(self._model)
+        self._model_state = ModelState(self._model, memory_budget)  # bytes; None: TEFLON_MEMORY_BUDGET
 
     # -- model ----------------------------------------------------------------------------
     @property

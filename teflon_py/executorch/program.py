@@ -8,7 +8,8 @@ segments[i].offset``. ``named_data`` maps string keys to segments (XNNPACK's con
 ``constant_segment`` holds the program's own constants (tensor ``data_buffer_idx`` k is its
 ``offsets[k]``), older writers keep them inline in ``constant_buffer``.
 
-Everything is validated as it is read (identifiers, header sizes, every index and byte range);
+The ``Program`` flatbuffer is first verified against program.fbs (``flatbuffer_verifier``), then
+everything is validated as it is read (identifiers, header sizes, every index and byte range);
 anything broken is a ``ModelError`` naming the file and the entity at fault. Delegate payloads are
 handed on as bytes, for their backend's reader (``teflon_py.executorch.xnnpack``).
 """
@@ -24,8 +25,10 @@ import numpy as np
 
 from teflon_py.errors import ModelError, UnsupportedError
 from teflon_py.executorch.schema import pte
+from teflon_py.flatbuffer_verifier import load_schema, verify
 
 FILE_IDENTIFIER = b"ET12"
+SCHEMA_PATH = os.path.join(os.path.dirname(pte.__file__), "program.fbs")
 HEADER_MAGIC = b"eh00"
 HEADER_MIN = 32  # magic, u32 length, three u64s
 MAX_ELEMENTS = 1 << 31  # a tensor of more elements is a damaged file, not a model
@@ -189,6 +192,7 @@ class _Reader:
     def _program(self) -> Program:
         self.segment_limit = self.size
         program_size = self._header()
+        verify(load_schema(SCHEMA_PATH), self.data, self.source, "program", size=program_size)
         root = struct.unpack_from("<I", self.data, 0)[0]
         if root >= program_size:
             raise self.fail(f"root table offset {root} is past the program ({program_size} bytes)")
@@ -230,7 +234,10 @@ class _Reader:
     def _str(self, raw: bytes | None, what: str) -> str:
         if raw is None:
             raise self.fail(f"{what} is missing")
-        return raw.decode("utf-8")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise self.fail(f"{what} is not UTF-8 ({e.reason} at byte {e.start})") from None
 
     def _constants(self, p: Any) -> list[memoryview | None]:
         """Program constant k's bytes (k = a tensor's data_buffer_idx; 0 is 'no data'); a segment's

@@ -246,14 +246,29 @@ class Method:
                 raise ModelError(f"{step.label}: argument {j} is {x.dtype}, the payload's {tensor.name} "
                                  f"is {tensor.dtype}")
             order = self.plan.values[args[j]].value.dim_order
+            if x.size != _elements(tensor.shape) or (order and sorted(order) != list(range(x.ndim))):
+                raise ModelError(f"{step.label}: argument {j} of shape {list(x.shape)} (dim order {list(order)}) "
+                                 f"does not fit the payload's {tensor.name} of shape {list(tensor.shape)}")
             memory = x.transpose(order) if order else x  # the payload sees the memory order
             ex.values[t] = np.ascontiguousarray(memory).reshape(tensor.shape)
         ex.run()
         for t, j in zip(graph.outputs, step.graph.output_args):
             spec = self.plan.values[args[j]].value
             order = spec.dim_order
+            y = np.asarray(ex.values[t])
+            if y.size != _elements(spec.sizes) or (order and sorted(order) != list(range(len(spec.sizes)))):
+                raise ModelError(f"{step.label}: the payload's {graph.tensors[t].name} of shape {list(y.shape)} "
+                                 f"does not fit argument {j} of sizes {list(spec.sizes)} "
+                                 f"(dim order {list(order)})")
             if order:
                 physical = np.asarray(ex.values[t]).reshape([spec.sizes[d] for d in order])
                 values[args[j]] = np.ascontiguousarray(physical.transpose(np.argsort(order)))
             else:
                 values[args[j]] = np.ascontiguousarray(ex.values[t]).reshape(spec.sizes)
+
+
+def _elements(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n

@@ -37,7 +37,7 @@ def relu_x(node: Node, x: np.ndarray, act_max: float) -> np.ndarray:
     """max(0, x), capped at ``act_max``, for float32 and quantized int8/uint8/int16."""
     dtype = node.outputs[0].dtype
     if node.inputs[0].dtype != dtype:
-        raise node.error(f"input type {node.inputs[0].dtype} differs from output type {dtype}")
+        raise node.invalid(f"input type {node.inputs[0].dtype} differs from output type {dtype}")
     if dtype == np.float32:
         return np.minimum(np.maximum(x, np.float32(0)), np.float32(act_max))
     if dtype not in QUANTIZED:

@@ -30,7 +30,7 @@ def same_types(node: Node, allowed: Sequence[np.dtype], count: int = 2) -> np.dt
     dtype = node.outputs[0].dtype
     types = [t.dtype for t in node.inputs[:count]]
     if any(t != dtype for t in types):
-        raise node.error(f"input types {', '.join(map(str, types))} and output type {dtype} must match")
+        raise node.invalid(f"input types {', '.join(map(str, types))} and output type {dtype} must match")
     if dtype not in allowed:
         raise node.error(f"type {dtype} is not supported (LiteRT takes {', '.join(str(d) for d in allowed)})")
     return dtype
@@ -222,9 +222,9 @@ SELECT_TYPES = (FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL)
 
 def _select(node: Node, inputs: Sequence[np.ndarray | None], v2: bool) -> np.ndarray:
     if node.inputs[0].dtype != BOOL:
-        raise node.error(f"condition type {node.inputs[0].dtype} must be bool")
+        raise node.invalid(f"condition type {node.inputs[0].dtype} must be bool")
     if node.inputs[1].dtype != node.inputs[2].dtype or node.inputs[1].dtype != node.outputs[0].dtype:
-        raise node.error("x, y and output types must match")
+        raise node.invalid("x, y and output types must match")
     if node.outputs[0].dtype not in SELECT_TYPES:
         raise node.error(f"type {node.outputs[0].dtype} is not supported")
     cond, x, y = inputs[0], inputs[1], inputs[2]

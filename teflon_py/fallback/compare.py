@@ -28,10 +28,10 @@ LEFT_SHIFT = 8
 
 def _input_types(node: Node, allowed: Sequence[np.dtype]) -> np.dtype:
     if node.outputs[0].dtype != BOOL:
-        raise node.error(f"output type {node.outputs[0].dtype} must be bool")
+        raise node.invalid(f"output type {node.outputs[0].dtype} must be bool")
     a, b = node.inputs[0].dtype, node.inputs[1].dtype
     if a != b:
-        raise node.error(f"input types {a} and {b} must match")
+        raise node.invalid(f"input types {a} and {b} must match")
     if a not in allowed:
         raise node.error(f"type {a} is not supported")
     return a

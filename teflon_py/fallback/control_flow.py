@@ -29,7 +29,7 @@ def _check_arity(node: Node, index: int, role: str, inputs: int, outputs: int) -
     """TFLite's Prepare checks: the subgraph takes ``inputs`` tensors and gives ``outputs``."""
     g = _subgraph(node, index)
     if len(g.inputs) != inputs or len(g.outputs) != outputs:
-        raise node.error(
+        raise node.invalid(
             f"{role} subgraph {index} has {len(g.inputs)} inputs and {len(g.outputs)} outputs, "
             f"expected {inputs} and {outputs}"
         )
@@ -38,13 +38,13 @@ def _check_arity(node: Node, index: int, role: str, inputs: int, outputs: int) -
 def _truth(node: Node, cond: np.ndarray, what: str) -> bool:
     """A condition's value: a bool tensor of one element (a scalar or shape [1])."""
     if cond.dtype != np.bool_ or cond.size != 1:
-        raise node.error(f"{what} must be one bool, got {cond.dtype} of shape {list(cond.shape)}")
+        raise node.invalid(f"{what} must be one bool, got {cond.dtype} of shape {list(cond.shape)}")
     return bool(cond.reshape(-1)[0])
 
 
 def _present(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     if any(x is None for x in inputs):
-        raise node.error("optional (absent) operands are not allowed")
+        raise node.invalid("optional (absent) operands are not allowed")
     return list(inputs)
 
 
@@ -54,9 +54,9 @@ def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     cond, body = node.attrs.cond_subgraph_index, node.attrs.body_subgraph_index
     n = len(inputs)
     if len(node.outputs) != n:
-        raise node.error(f"{len(node.outputs)} outputs for {n} inputs (WHILE returns its loop values)")
+        raise node.invalid(f"{len(node.outputs)} outputs for {n} inputs (WHILE returns its loop values)")
     if cond == body:
-        raise node.error(f"cond and body are the same subgraph {cond}")
+        raise node.invalid(f"cond and body are the same subgraph {cond}")
     _check_arity(node, cond, "cond", n, 1)
     _check_arity(node, body, "body", n, n)
     run = node.context.run_subgraph

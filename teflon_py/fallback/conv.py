@@ -62,8 +62,8 @@ def window(node: Node, in_h: int, in_w: int, kh: int, kw: int) -> Window:
     """The window of a CONV_2D / DEPTHWISE_CONV_2D node over an ``in_h`` x ``in_w`` input."""
     attrs = node.attrs
     reason = ops_conv.conv_window_reason(attrs, in_h, in_w, kh, kw)
-    if reason:
-        raise node.error(reason)
+    if reason:  # strides / dilations below 1, or no output: LiteRT's rules
+        raise node.invalid(reason)
     wh, ww = ops_conv.windows(attrs, in_h, in_w, kh, kw)
     (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
     return Window(kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, oh=wh.out, ow=ww.out, pad_top=wh.before,
@@ -91,14 +91,14 @@ def im2col(xp: np.ndarray, win: Window, dtype: np.dtype, groups: int = 1) -> np.
     n, hp, wp, c = xp.shape
     cg = c // groups
     if win.kh == win.kw == 1:
-        taps = xp[:, :: win.sh, :: win.sw].reshape(-1, groups, cg).transpose(1, 0, 2)
+        taps = xp[:, :: win.sh, :: win.sw].reshape(n * win.oh * win.ow, groups, cg).transpose(1, 0, 2)
         return np.asarray(taps, dtype)
     eff_h, eff_w = (win.kh - 1) * win.dh + 1, (win.kw - 1) * win.dw + 1
     views = sliding_window_view(xp.reshape(n, hp, wp, groups, cg), (eff_h, eff_w), axis=(1, 2))
     views = views[:, :: win.sh, :: win.sw, :, :, :: win.dh, :: win.dw]  # N, OH, OW, G, C/G, KH, KW
     cols = np.empty((groups, n, win.oh, win.ow, win.kh, win.kw, cg), dtype)
     cols[...] = views.transpose(3, 0, 1, 2, 5, 6, 4)
-    return cols.reshape(groups, n * win.oh * win.ow, -1)
+    return cols.reshape(groups, n * win.oh * win.ow, win.kh * win.kw * cg)  # explicit: N may be 0
 
 
 # -- the shared epilogue: bias, requantization, activation -----------------------------------------
@@ -134,6 +134,9 @@ class Plan:
 def check_types(node: Node) -> np.dtype:
     """Input, weight, bias and output types of a conv / FC node as LiteRT accepts them; the input's."""
     b = node.inputs[2] if len(node.inputs) > 2 else None
+    fault = ops_conv.conv_types_fault(node.inputs[0], node.inputs[1], b, node.outputs[0])
+    if fault:
+        raise node.invalid(fault)
     reason = ops_conv.conv_types_reason(node.inputs[0], node.inputs[1], b, node.outputs[0])
     if reason:
         raise node.error(reason)
@@ -271,7 +274,7 @@ def _conv_plan(node: Node, w: np.ndarray, b: np.ndarray | None, groups: int) -> 
     dtype = np.dtype(node.inputs[0].dtype)
     wt = node.inputs[1]
     if dtype == np.int8 and np.any(wt.quantization.zero_point != 0):
-        raise node.error("int8 weights need zero points 0 (LiteRT's conv.cc rejects others)")
+        raise node.invalid(f"{wt.describe()}: int8 weights need zero points 0 (LiteRT's conv.cc rejects others)")
     wq = (np.asarray(w, np.int64) - weight_offset(node, wt, ignore_zero_point=False)).reshape(o, -1)
     bound = input_bound(dtype, zero_point_folded=True) * int(np.abs(wq).sum(axis=1).max(initial=0))
     weights = wq.reshape(groups, o // groups, -1).transpose(0, 2, 1)

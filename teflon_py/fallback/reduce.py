@@ -65,7 +65,7 @@ def _check(node: Node, x: np.ndarray) -> np.dtype:
     """The output type, after checking the input/output types agree and are supported."""
     xt, yt = node.inputs[0], node.outputs[0]
     if xt.dtype != yt.dtype:
-        raise node.error(f"input type {xt.dtype} differs from output type {yt.dtype}")
+        raise node.invalid(f"input type {xt.dtype} differs from output type {yt.dtype}")
     if yt.dtype != np.float32 and yt.dtype not in QUANTIZED:
         raise node.error(f"type {yt.dtype} is not supported")
     if yt.dtype in QUANTIZED and (xt.quantization is None or yt.quantization is None):
@@ -113,7 +113,7 @@ def _same_type(node: Node, allowed: Sequence[np.dtype]) -> np.dtype:
     """The dtype shared by input 0 and output 0, which must be one of ``allowed``."""
     dtype = node.outputs[0].dtype
     if node.inputs[0].dtype != dtype:
-        raise node.error(f"input type {node.inputs[0].dtype} differs from output type {dtype}")
+        raise node.invalid(f"input type {node.inputs[0].dtype} differs from output type {dtype}")
     if dtype not in allowed:
         raise node.error(f"type {dtype} is not supported (LiteRT takes {', '.join(map(str, allowed))})")
     if dtype == INT16 and (node.inputs[0].zero_point or node.outputs[0].zero_point):

@@ -63,7 +63,7 @@ def arg_max_min(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if out_type not in INDEX_TYPES:
         raise node.error(f"output type {out_type} is not supported (int32 or int64 indices)")
     if x.ndim < 1:
-        raise node.error("input must have at least one dimension")
+        raise node.invalid("input must have at least one dimension")
     a = resolve_axis(node, axis, x.ndim)
     if x.shape[a] == 0:
         raise node.error("the reduced axis is empty")
@@ -81,7 +81,7 @@ def cumsum(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     if node.inputs[1].dtype != np.int32:
         raise node.error(f"the axis tensor must be int32, not {node.inputs[1].dtype}")
     if x.ndim < 1:
-        raise node.error("input must have at least one dimension")
+        raise node.invalid("input must have at least one dimension")
     a = resolve_axis(node, axis, x.ndim)
     options = node.attrs
     y = np.flip(x, a) if options.reverse else x

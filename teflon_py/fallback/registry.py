@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.errors import UnsupportedError
+from teflon_py.errors import ModelError, UnsupportedError
 
 
 @dataclass
@@ -46,7 +46,12 @@ class Node:
         return self.cache[key]
 
     def error(self, message: str) -> UnsupportedError:
+        """Valid, but this kernel does not compute it."""
         return UnsupportedError(f"{self.op.describe()}: {message}", node=self.op.index, op=self.op.name)
+
+    def invalid(self, message: str) -> ModelError:
+        """The model breaks the op's rules (LiteRT rejects it too)."""
+        return ModelError(f"{self.op.describe()}: {message}")
 
 
 Kernel = Callable[[Node, Sequence[np.ndarray | None]], "np.ndarray | list[np.ndarray]"]

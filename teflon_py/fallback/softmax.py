@@ -45,8 +45,8 @@ def softmax_params(node: Node) -> tuple[int, int, int]:
     """(input multiplier, input left shift, diff_min) of the quantized reference softmax."""
     try:
         return softmax_scaling(node.attrs.beta, node.inputs[0].scale)
-    except UnsupportedError as e:
-        raise node.error(str(e)) from None
+    except UnsupportedError as e:  # LiteRT's PreprocessSoftmaxScaling rejects beta * scale
+        raise node.invalid(str(e)) from None
 
 
 def softmax_quantized(x: np.ndarray, multiplier: int, left_shift: int, diff_min: int,
@@ -81,7 +81,7 @@ def softmax(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     try:
         return softmax_quantized(x, multiplier, left_shift, diff_min, yt.dtype)
     except ValueError as e:
-        raise node.error(f"{e} (TFLite's reference kernel aborts here)") from None
+        raise node.invalid(f"{e} (TFLite's reference kernel aborts here)") from None
 
 
 # -- LOG_SOFTMAX --------------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def log_softmax_params(node: Node) -> tuple[int, int, int, int, int]:
         multiplier, left_shift, reverse_multiplier, reverse_shift = quant.preprocess_log_softmax_scaling_exp(
             1.0, float(np.float32(node.inputs[0].scale)), SCALED_DIFF_INTEGER_BITS)
     except ValueError as e:
-        raise node.error(f"{e} (TFLite's reference kernel aborts here)") from None
+        raise node.invalid(f"{e} (TFLite's reference kernel aborts here)") from None
     diff_min = -quant.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
     return multiplier, left_shift, reverse_multiplier, reverse_shift, diff_min
 

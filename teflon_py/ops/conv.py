@@ -5,6 +5,7 @@ The shared rules (``conv_types_reason``, ``conv_window_reason``, ``conv_shape_re
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,25 @@ def activation_reason(activation: FusedActivation) -> str | None:
     return f"fused activation {activation.kind.name} is not supported"
 
 
+def conv_types_fault(x: ir.Tensor, w: ir.Tensor, b: ir.Tensor | None, out: ir.Tensor) -> str | None:
+    """Why the types break LiteRT's rules for a conv / FC (it rejects them too), or None; what
+    ``conv_types_reason`` adds to this is valid but not computed here."""
+    dtype = np.dtype(x.dtype)
+    if dtype in (np.int8, np.uint8):
+        if w.dtype == np.float32:
+            return f"{dtype} input with {w.dtype} weights"
+        for t in (x, w, out):
+            if t.quantization is None:
+                return f"{t.describe()} of type {t.dtype} has no quantization parameters"
+        if b is not None and b.dtype != np.int32:
+            return f"bias of type {b.dtype}; {dtype} inputs take int32 bias"
+    if dtype in (np.float32, np.int8, np.uint8) and out.dtype != dtype:
+        return f"output type {out.dtype} differs from input type {dtype}"
+    if dtype == np.float32 and w.dtype == np.float32 and b is not None and b.dtype != np.float32:
+        return f"bias of type {b.dtype}; float32 inputs take float32 bias"
+    return None
+
+
 def conv_types_reason(x: ir.Tensor, w: ir.Tensor, b: ir.Tensor | None, out: ir.Tensor) -> str | None:
     """Input, weight, bias and output types of a conv / FC as LiteRT accepts them, or why not."""
     dtype = np.dtype(x.dtype)
@@ -126,6 +146,8 @@ def depthwise_reason(attrs: DepthwiseConvAttrs, x_shape: tuple[int, ...], w_shap
 
 def _infer(name: str):
     def infer(attrs: ConvAttrs | DepthwiseConvAttrs, ins: Inputs) -> list[Meta]:
+        if len(ins.outputs) != 1:
+            raise ins.error(f"takes one output, the model gives {len(ins.outputs)}")
         x, w, y = ins[0], ins[1], ins.outputs[0]
         if x is None or w is None:
             raise ins.error("input and filter are required")
@@ -136,6 +158,9 @@ def _infer(name: str):
             reason = depthwise_reason(attrs, tuple(x.shape), tuple(w.shape))
             oc = w.shape[3] if len(w.shape) == 4 else 0
         reason = reason or conv_window_reason(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])
+        b = ins[2]
+        if not reason and b is not None and math.prod(b.shape) != oc:  # LiteRT: NumElements(bias)
+            reason = f"bias {b.describe()} of shape {list(b.shape)} does not match the {oc} output channels"
         if reason:
             raise ins.error(reason)
         wh, ww = windows(attrs, x.shape[1], x.shape[2], w.shape[1], w.shape[2])

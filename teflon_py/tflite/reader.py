@@ -1,6 +1,8 @@
 """Read a ``.tflite`` flatbuffer (memory-mapped file or bytes) into ``ir.Model``.
 
-Validates as it reads: file identifier, every tensor/buffer/opcode/subgraph index, every buffer
+First verifies the whole flatbuffer against schema.fbs (``flatbuffer_verifier``: every offset,
+vtable, vector and string inside the file; a fault names the path of the field), so the generated
+bindings never read out of bounds. Then validates as it reads: file identifier, every tensor/buffer/opcode/subgraph index, every buffer
 range (schema 3c buffers stored after the flatbuffer too) and constant sizes. Anything broken is a
 ``ModelError`` naming the file and the tensor, operator or buffer at fault. Constant data are
 read-only NumPy views of the file (zero-copy).
@@ -16,11 +18,13 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.errors import ModelError
+from teflon_py.flatbuffer_verifier import load_schema, verify
 from teflon_py.tflite import options as options_mod
 from teflon_py.tflite import translate
 from teflon_py.tflite.schema import fb
 
 FILE_IDENTIFIER = b"TFL3"
+SCHEMA_PATH = os.path.join(os.path.dirname(fb.__file__), "schema.fbs")
 
 #: schema TensorType -> NumPy dtype (INT4 is unpacked to int8 on read).
 DTYPES: dict[int, np.dtype] = {
@@ -80,6 +84,7 @@ class _Reader:
             raise self.fail(
                 f"not a TFLite model: file identifier is {bytes(self.data[4:8])!r}, expected b'TFL3'"
             )
+        verify(load_schema(SCHEMA_PATH), self.data, self.source, "model")
         try:
             return self._model()
         except ModelError:
@@ -108,7 +113,7 @@ class _Reader:
 
     def _opcode(self, oc: Any, index: int) -> tuple[str, int, str | None]:
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        if code not in BUILTIN_NAMES:
+        if code not in BUILTIN_NAMES or code == fb.BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES:
             raise self.fail(f"operator code {index}: unknown builtin code {code}")
         custom = oc.CustomCode()
         return BUILTIN_NAMES[code], oc.Version(), custom.decode("utf-8") if custom is not None else None

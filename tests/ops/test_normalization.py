@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from teflon_py import ir
-from teflon_py.errors import UnsupportedError
+from teflon_py.errors import ModelError
 from teflon_py.tflite import options
 from tests.harness import check_model, quantization, run_teflon, single_op
 
@@ -55,8 +55,9 @@ def test_l2_normalization_quantized_small_rows(backend: str, dtype: type) -> Non
 
 
 def test_l2_normalization_rejects_activation() -> None:
-    """LiteRT implements no fused activation for L2_NORMALIZATION; neither does teflon-py."""
-    with pytest.raises(UnsupportedError, match=r"node 0 \(L2_NORMALIZATION\): fused activation RELU"):
+    """LiteRT refuses any fused activation but NONE for L2_NORMALIZATION (the op's rules: a
+    ModelError); so does teflon-py."""
+    with pytest.raises(ModelError, match=r"node 0 \(L2_NORMALIZATION\): fused activation RELU"):
         run_teflon(l2_model((2, 3), np.float32, activation=ir.Activation.RELU), [np.ones((2, 3), np.float32)])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon_py.errors import UnsupportedError
+from teflon_py.errors import ModelError
 from teflon_py.tflite import options
 from tests.harness import check_model, quantization, run_teflon, single_op
 
@@ -61,9 +61,10 @@ def test_softmax_quantized_near_ties(backend: str, dtype: type) -> None:
 
 
 def test_softmax_quantized_sum_too_large_is_an_error() -> None:
-    """Where LiteRT's TFLITE_CHECK aborts (row sum >= 512), the NumPy kernel raises instead."""
+    """Where LiteRT's TFLITE_CHECK aborts (row sum >= 512), the NumPy kernel raises instead: the
+    model's quantization breaks the op's rules (a ModelError)."""
     model = softmax_model((1, 1001), 0.1, np.int8, 0.01)
-    with pytest.raises(UnsupportedError, match=r"node 0 \(SOFTMAX\): .*aborts"):
+    with pytest.raises(ModelError, match=r"node 0 \(SOFTMAX\): .*aborts"):
         run_teflon(model, [np.zeros((1, 1001), np.int8)])
 
 
@@ -112,5 +113,5 @@ def test_log_softmax_quantized_needs_fixed_output_grid(dtype: type) -> None:
     """LiteRT refuses any output grid but 16/256 with zero point 127 (int8) / 255 (uint8); so does teflon-py."""
     model = single_op("LOG_SOFTMAX", [{"shape": (2, 5), "dtype": dtype, "quant": quantization(0.1, 3)}],
                       [{"shape": (2, 5), "dtype": dtype, "quant": quantization(1 / 16, 0)}], options.LogSoftmaxOptions())
-    with pytest.raises(UnsupportedError, match=r"node 0 \(LOG_SOFTMAX\): .* output needs scale 16/256"):
+    with pytest.raises(ModelError, match=r"node 0 \(LOG_SOFTMAX\): .* output needs scale 16/256"):
         run_teflon(model, [np.zeros((2, 5), dtype)])

@@ -8,11 +8,12 @@ the constants, or a bare ``XN00``/``XN01`` flatbuffer. Constants are found throu
 (``scale_buffer_idx``, ``num_scales``) are resolved here too.
 
 The result is plain data (``XGraph``: values by id, nodes in order with their fields by schema
-name), every id, index and byte range checked; ``ModelError`` names the payload and the value or
+name), the flatbuffer verified against xnnpack.fbs first, every id, index and byte range checked; ``ModelError`` names the payload and the value or
 node at fault. Only ``xnnpack.translate`` interprets node types.
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -22,8 +23,10 @@ import numpy as np
 
 from teflon_py.errors import ModelError
 from teflon_py.executorch.schema import xnn
+from teflon_py.flatbuffer_verifier import load_schema, verify
 
 HEADER_MAGIC = b"XH00"
+SCHEMA_PATH = os.path.join(os.path.dirname(xnn.__file__), "xnnpack.fbs")
 HEADER_SIZE = 30
 IDENTIFIERS = (b"XN00", b"XN01")
 NO_ID = 0xFFFFFFFF
@@ -166,6 +169,7 @@ class _PayloadReader:
             fb_bytes = bytes(self.data)
         if fb_bytes[4:8] not in IDENTIFIERS:
             raise self.fail(f"not an XNNPACK graph: identifier {fb_bytes[4:8]!r}, expected b'XN01' or b'XN00'")
+        verify(load_schema(SCHEMA_PATH), fb_bytes, self.what, "XNNPACK payload")
         root = struct.unpack_from("<I", fb_bytes, 0)[0]
         if root >= len(fb_bytes):
             raise self.fail(f"XNNGraph root offset {root} is past the flatbuffer ({len(fb_bytes)} bytes)")

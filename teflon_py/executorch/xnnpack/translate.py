@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from teflon_py import ir, ops
-from teflon_py.errors import ModelError, UnsupportedError
-from teflon_py.executorch.xnnpack.payload import NO_ID, XGraph, XNode, XValue
+from teflon_py.errors import ModelError, TeflonError, UnsupportedError
+from teflon_py.executorch.xnnpack.payload import DATATYPE_NAMES, NO_ID, XGraph, XNode, XValue
 from teflon_py.ops.common import FusedActivation, Padding
 
 # XNNPACK's node flags (xnnpack.h)
@@ -82,6 +82,8 @@ class _Builder:
     def _value_tensor(self, v: XValue) -> int:
         if v.datatype == "qdint8":
             dtype, quant = np.dtype(np.int8), None  # per-row parameters decided at run time
+        elif v.datatype == "invalid" or v.datatype not in DATATYPE_NAMES.values():
+            raise ModelError(f"{self.what}: xvalue {v.id}: datatype {v.datatype} is not an XNNPACK datatype")
         elif v.datatype not in DTYPES:
             raise UnsupportedError(f"{self.what}: xvalue {v.id}: datatype {v.datatype} is not supported")
         else:
@@ -198,7 +200,14 @@ def translate(xg: XGraph, what: str) -> DelegateGraph:
         fn = TRANSLATORS.get(node.type)
         if fn is None:
             raise b.unsupported(f"XNNPACK node type {node.type} is not supported")
-        fn(b, node)
+        try:
+            fn(b, node)
+        except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+            if isinstance(e, TeflonError):
+                raise
+            # fields out of the range of what they feed (an id past 2**31 as a permutation entry)
+            raise ModelError(f"{what}: {node.describe()}: its fields do not make a valid node: "
+                             f"{type(e).__name__}: {e}") from e
         for raw, out, act in b.pending:  # the clamp after an op that fuses none
             b.clamp(raw, out, act)
     b.node = None
