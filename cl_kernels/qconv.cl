@@ -273,13 +273,16 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
 }
 
 // Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
-// report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd.
+// report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd, 3 the
+// standard OpenCL C quads (shifts).
 __kernel void qconv_variant(__global int* variant) {
 #if !defined(W8)
   variant[0] = 0;
 #elif defined(QCONV_VNNI)
   variant[0] = 2;
-#else
+#elif defined(TEFLON_CLANG_VECTORS)
   variant[0] = 1;
+#else
+  variant[0] = 3;
 #endif
 }

@@ -59,12 +59,16 @@ def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _REPORT: dict = {"cases": {}, "launched": {}, "lowerings": {}, "devices": set()}
 _CASE: dict = {"ran": set(), "launched": False}  # the running test case's record
+_FAMILIES_DONE: set[str] = set()  # --one-per-family: tests/ops modules with a passing kernel case
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--kernel-report", action="store_true",
                      help="print, per backend, how many test cases launched device kernels and which "
                           "(op, dtype) lowerings ran")
+    parser.addoption("--one-per-family", action="store_true",
+                     help="in each tests/ops module (an op family) run opencl cases only until one has "
+                          "passed after launching kernels; skip its other cases (CI's rusticl stage)")
 
 
 def _expected_device() -> str:
@@ -99,12 +103,23 @@ def pytest_configure(config: pytest.Config) -> None:
     compiled.OpenCLPartition.invoke = invoke
 
 
+def _family(request: pytest.FixtureRequest) -> str | None:
+    """The tests/ops module of the running test, or None outside tests/ops."""
+    path = request.node.path
+    return str(path) if path.parent.name == "ops" and path.parent.parent.name == "tests" else None
+
+
 @pytest.fixture(autouse=True)
 def _kernel_recorder(request: pytest.FixtureRequest):
-    _CASE["ran"], _CASE["launched"] = set(), False
-    yield
     callspec = getattr(request.node, "callspec", None)
     backend = callspec.params.get("backend", "other") if callspec is not None else "other"
+    family = _family(request) if request.config.getoption("--one-per-family") else None
+    if family is not None and (backend != "opencl" or family in _FAMILIES_DONE):
+        pytest.skip("--one-per-family: only opencl cases, until one of the module's has run kernels")
+    _CASE["ran"], _CASE["launched"] = set(), False
+    yield
+    if family is not None and getattr(request.node, "rep_call_passed", False) and _CASE["launched"]:
+        _FAMILIES_DONE.add(family)
     if getattr(request.node, "rep_call_passed", False):
         for key, inc in (("cases", 1), ("launched", int(_CASE["launched"]))):
             _REPORT[key][backend] = _REPORT[key].get(backend, 0) + inc
