@@ -338,7 +338,7 @@ def test_dynamic_fully_connected_runtime_bias_and_folded_relu(backend: str) -> N
     graph = g.graph(g0.inputs, (r,))
     x = rows_of("normal", 5, 7, 9)
     (got,) = run_checked(graph, backend, [x, b])
-    if backend == "opencl":
+    if backend == "opencl" and not _device_fp32_reason():  # a device that refuses has no layer
         _, ex = run(graph, backend, [x, b])
         stats = [s.compiled.stats for s in ex.steps if getattr(s, "compiled", None) is not None]
         assert [(st["launches"], st["folded"]) for st in stats] == [(2, [2])], "RELU not folded into the layer"
