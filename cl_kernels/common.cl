@@ -1,11 +1,7 @@
-// Shared by the float kernels: an unaligned 16-wide float vector and the fused activation.
-// Loads and stores go through a typedef with aligned(4) instead of vload16/vstore16, and clamps
-// are ternaries instead of clamp/fmin/fmax: PyPI's PoCL 3.0 turns those builtins into real calls
-// on CPUs, which costs up to 10x in a hot loop. a * b + c contracts to an FMA on its own.
-typedef float f16u __attribute__((ext_vector_type(16), aligned(4)));
-
-#define LOAD16(p) (*(const __global f16u*)(p))
-#define STORE16(p, v) (*(__global f16u*)(p) = (v))
+// Shared by the float kernels: the fused activation and 16-wide row helpers (f16u, LOAD16 and
+// STORE16 come from vectors.cl). Clamps are ternaries instead of clamp/fmin/fmax: PyPI's PoCL
+// 3.0 turns those builtins into real calls on CPUs, which costs up to 10x in a hot loop.
+// a * b + c contracts to an FMA on its own.
 
 // ACT_MIN / ACT_MAX: the fused activation's bounds; absent means unbounded on that side.
 inline f16u act16(f16u v) {

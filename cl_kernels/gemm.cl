@@ -74,7 +74,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
       for (int i = 0; i < MR; i++) acc[i][j] = bv;
     }
     for (int k = 0; k < K; k++) {
-      __builtin_prefetch(pf + k * 16);
+      PREFETCH(pf + k * 16);
       f16u bv[NV];
 #pragma unroll
       for (int j = 0; j < NV; j++) bv[j] = LOAD16(b + k * NR + j * 16);

@@ -12,7 +12,9 @@
 // Weights (host-packed, output channels zero-padded to OCP, input channels to ICQ quads):
 //   W8 (they fit int8): [OCP/OCB][KH*KW][ICQ][OCB][4] chars, four input channels per output
 //     channel side by side: AVX-512 VNNI's vpdpbusd takes 4 (unsigned x, signed w) pairs per lane;
-//     other devices unpack the quads with shuffles.
+//     other CPUs under clang's vector extensions unpack the quads with 64-byte shuffles, other
+//     devices (standard OpenCL C: no 64-wide vectors) read each quad as an int and sign-extend
+//     its bytes by shifts.
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
 // Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with
 // REQ_EXACT, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel) in integers
@@ -28,15 +30,11 @@
 // TOP/s on 1x1 and 3x3 layers with K >= 128; the portable path ~0.29 TOP/s. With small K (16-32)
 // the exact requantization (a 64-bit product per output) costs as much as the MACs.
 #define OCB (16 * NV)
-typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
-typedef XT xt16u __attribute__((ext_vector_type(16), aligned(1)));
+#ifdef TEFLON_CLANG_VECTORS
 typedef char c64v __attribute__((ext_vector_type(64)));
 typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
-typedef short s16u __attribute__((ext_vector_type(16), aligned(2)));
-typedef int i16u __attribute__((ext_vector_type(16), aligned(4)));
-typedef int int_u1 __attribute__((aligned(1)));
+#endif
 
-#define LOADI16(p) (*(const __global i16u*)(p))
 #if XT_IS_SIGNED
 #define FLIP 0x80
 #else
@@ -44,7 +42,7 @@ typedef int int_u1 __attribute__((aligned(1)));
 #endif
 #define FLIP4 ((int)(FLIP * 0x01010101u))
 
-#if defined(W8) && defined(__AVX512VNNI__) && !defined(QCONV_PORTABLE)
+#if defined(W8) && defined(TEFLON_CLANG_VECTORS) && defined(__AVX512VNNI__) && !defined(QCONV_PORTABLE)
 #define QCONV_VNNI 1
 #endif
 
@@ -60,7 +58,7 @@ typedef int int_u1 __attribute__((aligned(1)));
       _Pragma("unroll") for (int j = 0; j < NV; j++) acc[p][j] = __builtin_ia32_vpdpbusd512(acc[p][j], xv, wv[j]); \
     }                                                                                              \
   }
-#else
+#elif defined(TEFLON_CLANG_VECTORS)
 // Portable: unpack the quad's four weight vectors with shuffles, multiply-add in int32.
 #define W_LANE(v, t)                                                                               \
   __builtin_convertvector(__builtin_shufflevector(v, v, t, t + 4, t + 8, t + 12, t + 16, t + 20, t + 24, \
@@ -71,6 +69,21 @@ typedef int int_u1 __attribute__((aligned(1)));
     _Pragma("unroll") for (int j = 0; j < NV; j++) {                                               \
       const c64v wq = *(const __global c64u*)(wp + ((q) * OCB + j * 16) * 4);                      \
       const i16v w0 = W_LANE(wq, 0), w1 = W_LANE(wq, 1), w2 = W_LANE(wq, 2), w3 = W_LANE(wq, 3);     \
+      _Pragma("unroll") for (int p = 0; p < PW; p++) {                                             \
+        const uint u = (uint)xq[p];                                                                \
+        acc[p][j] += (int)(u & 0xFFu) * w0 + (int)((u >> 8) & 0xFFu) * w1 +                        \
+                     (int)((u >> 16) & 0xFFu) * w2 + (int)(u >> 24) * w3;                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+#else
+// Standard OpenCL C: each output channel's quad as one int (byte t is input channel t), its
+// bytes sign-extended by shifts, multiply-add in int32.
+#define QUAD_STEP(xq, q)                                                                           \
+  {                                                                                                \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) {                                               \
+      const i16v wq = LOADI16((const __global int*)(wp + ((q) * OCB + j * 16) * 4));               \
+      const i16v w0 = (wq << 24) >> 24, w1 = (wq << 16) >> 24, w2 = (wq << 8) >> 24, w3 = wq >> 24; \
       _Pragma("unroll") for (int p = 0; p < PW; p++) {                                             \
         const uint u = (uint)xq[p];                                                                \
         acc[p][j] += (int)(u & 0xFFu) * w0 + (int)((u >> 8) & 0xFFu) * w1 +                        \
@@ -162,7 +175,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       for (int q = 0; q < full; q++) {
         int xq[PW];
 #pragma unroll
-        for (int p = 0; p < PW; p++) xq[p] = *(const __global int_u1*)(src[p] + 4 * q) ^ FLIP4;
+        for (int p = 0; p < PW; p++) xq[p] = LOAD_QUAD(src[p] + 4 * q) ^ FLIP4;
         QUAD_STEP(xq, q)
       }
       if (tail) {  // the last 1-3 input channels, read byte by byte (the weights past IC are 0)
@@ -182,7 +195,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       for (int ic = 0; ic < IC; ic++) {
         i16v wv[NV];
 #pragma unroll
-        for (int j = 0; j < NV; j++) wv[j] = __builtin_convertvector(*(const __global s16u*)(wp + ic * OCB + j * 16), i16v);
+        for (int j = 0; j < NV; j++) wv[j] = LOAD16_INT(short, wp + ic * OCB + j * 16);
 #pragma unroll
         for (int p = 0; p < PW; p++) {
           const int x = (int)(uchar)(src[p][ic] ^ FLIP);
@@ -201,7 +214,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
     const int oc0 = ocb * OCB + j * 16;
     if (oc0 >= OC) break;
 #if defined(REQ_FLOAT)
-    const f16v fs = LOADF16(scale32 + oc0);
+    const f16v fs = LOAD16(scale32 + oc0);
 #elif defined(REQ_EXACT)
     const i16v mh = LOADI16(smh + oc0), ml = LOADI16(sml + oc0), sk = LOADI16(ssk + oc0);
 #else
@@ -225,7 +238,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
         const __global uchar* rp = res + (p0 + p) * YS + yoff + oc0;
         i16v other = 0;
         if (oc0 + 16 <= OC) {
-          other = __builtin_convertvector(*(const __global xt16u*)rp, i16v);
+          other = LOAD16_INT(XT, rp);
         } else {
           for (int t = 0; t < OC - oc0; t++) other[t] = ((const __global XT*)rp)[t];
         }
@@ -237,7 +250,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       }
 #endif
       if (oc0 + 16 <= OC) {
-        *(__global c16u*)o = __builtin_convertvector(v, c16u);
+        STORE16_BYTES(o, v);
       } else {
         for (int t = 0; t < OC - oc0; t++) o[t] = (XT)v[t];
       }
@@ -246,13 +259,16 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
 }
 
 // Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
-// report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd.
+// report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd, 3 the
+// standard OpenCL C quads (shifts).
 __kernel void qconv_variant(__global int* variant) {
 #if !defined(W8)
   variant[0] = 0;
 #elif defined(QCONV_VNNI)
   variant[0] = 2;
-#else
+#elif defined(TEFLON_CLANG_VECTORS)
   variant[0] = 1;
+#else
+  variant[0] = 3;
 #endif
 }

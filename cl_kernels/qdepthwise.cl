@@ -8,16 +8,11 @@
 // Global (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
 #define SPAN ((PW - 1) * SW + (KW - 1) * DW + 1)
 
-typedef XT xt16u __attribute__((ext_vector_type(16), aligned(1)));
-typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
-typedef int i16u __attribute__((ext_vector_type(16), aligned(4)));
-#define LOADI16(p) (*(const __global i16u*)(p))
-
 // The 16 output channels' inputs at pixel `px`, less the zero point: one vector load when DM == 1
 // and the block is whole, else a lane-by-lane gather that stops at the last channel.
 inline i16v load_channels(const __global XT* px, int oc0, int C, int DM, int OC, int zp) {
 #ifdef DM1
-  if (oc0 + 16 <= C) return __builtin_convertvector(*(const __global xt16u*)(px + oc0), i16v) - zp;
+  if (oc0 + 16 <= C) return LOAD16_INT(XT, px + oc0) - zp;
 #endif
   i16v v = 0;
   for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? (int)px[(oc0 + l) / DM] - zp : 0;
@@ -66,7 +61,7 @@ __kernel void qdepthwise(__global const XT* restrict in, __global const int* res
     }
   }
 #ifdef REQ_FLOAT
-  const f16v fs = LOADF16(scale32 + oc0);
+  const f16v fs = LOAD16(scale32 + oc0);
 #else
   const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
 #endif
@@ -82,7 +77,7 @@ __kernel void qdepthwise(__global const XT* restrict in, __global const int* res
       v = v > hi ? (i16v)(hi) : v;
 #endif
       if (oc0 + 16 <= OC) {
-        *(__global c16u*)(o + p * OC) = __builtin_convertvector(v, c16u);
+        STORE16_BYTES(o + p * OC, v);
       } else {
         for (int t = 0; t < OC - oc0; t++) o[p * OC + t] = (XT)v[t];
       }

@@ -6,9 +6,6 @@
 // type's minimum), and results are stored as the low byte of the clamped int.
 // Work split as elementwise.cl: rows of `inner` elements, `rpi` rows or one `chunk` per item.
 
-typedef uchar uc16u __attribute__((ext_vector_type(16), aligned(1)));
-typedef uchar uc16v __attribute__((ext_vector_type(16)));
-
 // ADD / SUB / MUL with numpy broadcasting (host: ops_elementwise.broadcast_geometry):
 // out = clamp(MBQM(COMBINE(ta[ua], tb[ub]), m, shift) + zo). ADD/SUB's tables hold each input
 // already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp.
@@ -44,7 +41,7 @@ typedef uchar uc16v __attribute__((ext_vector_type(16)));
         i16v v = q_mbqm16(COMBINE, m16, l16, r16) + zo;                                             \
         v = v < lo ? (i16v)(lo) : v;                                                                \
         v = v > hi ? (i16v)(hi) : v;                                                                \
-        *(__global uc16u*)(o + i) = __builtin_convertvector(v, uc16v);                              \
+        STORE16_BYTES(o + i, v);                                                                    \
       }                                                                                             \
       for (; i < c1; i++) {                                                                         \
         const int x = ta[a[i * sa_in] ^ flip], y = tb[b[i * sb_in] ^ flip];                         \

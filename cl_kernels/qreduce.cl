@@ -2,14 +2,11 @@
 // and constant is an ARGUMENT (one program for every shape and both types); needs quant.cl first.
 // Bytes are read as values through `flip` (0x80 for int8, 0 for uint8): value = (byte ^ flip) - flip.
 
-typedef uchar uc16u __attribute__((ext_vector_type(16), aligned(1)));
-typedef uchar uc16v __attribute__((ext_vector_type(16)));
-
 // The 16 channel values at `p` (the first `n` when fewer are left; the rest 0).
 inline i16v load_values(const __global uchar* p, int n, int flip) {
   i16v v = 0;
   if (n >= 16) {
-    v = __builtin_convertvector(*(const __global uc16u*)p, i16v);
+    v = LOAD16_INT(uchar, p);
   } else {
     for (int l = 0; l < n; l++) v[l] = p[l];
   }
@@ -18,7 +15,7 @@ inline i16v load_values(const __global uchar* p, int n, int flip) {
 
 inline void store_values(__global uchar* p, i16v v, int n) {
   if (n >= 16) {
-    *(__global uc16u*)p = __builtin_convertvector(v, uc16v);
+    STORE16_BYTES(p, v);
   } else {
     for (int l = 0; l < n; l++) p[l] = (uchar)v[l];
   }

@@ -7,13 +7,7 @@
 // Builtins are avoided (PoCL 3.0 on CPUs turns them into calls): shifts, ternaries and plain
 // arithmetic only; clz is written out (used once per softmax row).
 
-typedef int i16v __attribute__((ext_vector_type(16)));
-typedef uint u16v __attribute__((ext_vector_type(16)));
-typedef long l16v __attribute__((ext_vector_type(16)));
-
-typedef float f16v __attribute__((ext_vector_type(16)));
-typedef float f16u __attribute__((ext_vector_type(16), aligned(4)));
-#define LOADF16(p) (*(const __global f16u*)(p))
+// The vector types (i16v, u16v, l8v, f16v) and loads come from vectors.cl.
 
 // XNNPACK's float32 requantization of 16 int32 accumulators: float(acc) * scale, clamped to
 // [lo - zp, hi - zp], rounded half to even by its magic-bias trick (exact for |y| < 2^22: adding
@@ -66,8 +60,10 @@ inline int q_mbqm(int x, int m, int shift) {
 // where they are (<< 32 >> 32), odd lanes shifted down (>> 32); both are 32x32 -> 64-bit signed
 // products (one vpmuldq each on x86), and the odd results land back in the upper halves (<< 1
 // after the rounding add puts bits 31..62 there), so no widening or narrowing shuffles.
-typedef long l8v __attribute__((ext_vector_type(8)));
+// The standard rendering takes even lanes from one word vector and odd ones from the other by
+// masks instead of a shuffle.
 inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
+#ifdef TEFLON_CLANG_VECTORS
   const i16v xs = __builtin_astype(__builtin_astype(x, u16v) << __builtin_astype(left, u16v), i16v);
   const l8v xw = __builtin_astype(xs, l8v), mw = __builtin_astype(m, l8v);
   const l8v pe = ((xw << 32) >> 32) * ((mw << 32) >> 32) + (l8v)(1L << 30);
@@ -75,6 +71,15 @@ inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
   const i16v he = __builtin_astype(pe >> 31, i16v), ho = __builtin_astype(po << 1, i16v);
   const i16v hi = __builtin_shufflevector(he, ho, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31);
   const i16v mask = __builtin_astype(((u16v)(1u) << __builtin_astype(right, u16v)) - (u16v)(1u), i16v);
+#else
+  const i16v xs = as_int16(as_uint16(x) << as_uint16(left));
+  const l8v xw = as_long8(xs), mw = as_long8(m);
+  const l8v pe = ((xw << 32) >> 32) * ((mw << 32) >> 32) + (l8v)(1L << 30);
+  const l8v po = (xw >> 32) * (mw >> 32) + (l8v)(1L << 30);
+  const i16v even = (i16v)(-1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0);
+  const i16v hi = (as_int16(pe >> 31) & even) | (as_int16(po << 1) & ~even);
+  const i16v mask = as_int16(((u16v)(1u) << as_uint16(right)) - (u16v)(1u));
+#endif
   const i16v remainder = hi & mask;
   const i16v threshold = (mask >> 1) - (hi < 0);  // a true lane compares as -1
   return (hi >> right) - (remainder > threshold);

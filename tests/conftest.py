@@ -28,6 +28,9 @@ def _default_backends() -> list[str]:
 #: "numpy" always; delegate names join when their backend exists (TEFLON_TEST_BACKENDS overrides).
 BACKENDS = os.environ["TEFLON_TEST_BACKENDS"].split(",") if os.environ.get("TEFLON_TEST_BACKENDS") \
     else _default_backends()
+#: A substring of the OpenCL device name these tests must run on (CI's rusticl stage sets
+#: "llvmpipe"): the default device must match, and so must every device a partition ran on.
+EXPECT_DEVICE_ENV = "TEFLON_EXPECT_DEVICE"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -76,25 +79,45 @@ def lenient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- which lowerings ran: pytest --kernel-report, and the check that every lowering runs ---------
 
-_REPORT: dict = {"cases": {}, "launched": {}, "lowerings": {}}
+_REPORT: dict = {"cases": {}, "launched": {}, "lowerings": {}, "devices": set()}
 _CASE: dict = {"ran": set(), "launched": False}  # the running test case's record
+_FAMILIES_DONE: set[str] = set()  # --one-per-family: tests/ops modules with a passing kernel case
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--kernel-report", action="store_true",
                      help="print, per backend, how many test cases launched device kernels and which "
                           "(op, dtype) lowerings ran")
+    parser.addoption("--one-per-family", action="store_true",
+                     help="in each tests/ops module (an op family) run opencl cases only until one has "
+                          "passed after launching kernels; skip its other cases (CI's rusticl stage)")
+
+
+def _expected_device() -> str:
+    return os.environ.get(EXPECT_DEVICE_ENV, "").strip().lower()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Record, for every OpenCL partition invoked, its launches and (op, dtype) lowerings."""
+    """Record, for every OpenCL partition invoked, its launches, (op, dtype) lowerings and device;
+    with TEFLON_EXPECT_DEVICE, refuse to start unless the default device is that one."""
+    expected = _expected_device()
+    if expected and "opencl" not in BACKENDS:
+        raise pytest.UsageError(f"{EXPECT_DEVICE_ENV}={expected!r} but the opencl backend is not tested")
     if "opencl" not in BACKENDS:
         return
+    if expected:
+        from teflon_py.opencl.runtime import device
+
+        name = device.select_device().name.strip()
+        if expected not in name.lower():
+            raise pytest.UsageError(f"{EXPECT_DEVICE_ENV}={expected!r} but the OpenCL device is {name!r}")
     from teflon_py.opencl import compiled
 
     original = compiled.OpenCLPartition.invoke
 
     def invoke(self, inputs):
+        if self.launch_list is not None:
+            _REPORT["devices"].add(self.launch_list.dc.name)
         _CASE["launched"] = _CASE["launched"] or self.stats.get("launches", 0) > 0
         _CASE["ran"].update(tuple(x) for x in self.stats.get("lowerings", ()))
         return original(self, inputs)
@@ -102,12 +125,23 @@ def pytest_configure(config: pytest.Config) -> None:
     compiled.OpenCLPartition.invoke = invoke
 
 
+def _family(request: pytest.FixtureRequest) -> str | None:
+    """The tests/ops module of the running test, or None outside tests/ops."""
+    path = request.node.path
+    return str(path) if path.parent.name == "ops" and path.parent.parent.name == "tests" else None
+
+
 @pytest.fixture(autouse=True)
 def _kernel_recorder(request: pytest.FixtureRequest):
-    _CASE["ran"], _CASE["launched"] = set(), False
-    yield
     callspec = getattr(request.node, "callspec", None)
     backend = callspec.params.get("backend", "other") if callspec is not None else "other"
+    family = _family(request) if request.config.getoption("--one-per-family") else None
+    if family is not None and (backend != "opencl" or family in _FAMILIES_DONE):
+        pytest.skip("--one-per-family: only opencl cases, until one of the module's has run kernels")
+    _CASE["ran"], _CASE["launched"] = set(), False
+    yield
+    if family is not None and getattr(request.node, "rep_call_passed", False) and _CASE["launched"]:
+        _FAMILIES_DONE.add(family)
     if getattr(request.node, "rep_call_passed", False):
         for key, inc in (("cases", 1), ("launched", int(_CASE["launched"]))):
             _REPORT[key][backend] = _REPORT[key].get(backend, 0) + inc
@@ -141,7 +175,14 @@ def _whole_suite(session: pytest.Session) -> bool:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The registry check: on a whole-suite run, every registered OpenCL lowering must have been
     claimed and run by at least one passing test case (each compares against LiteRT), so a
-    lowering no test reaches, or one whose check regressed to refusing, fails the run."""
+    lowering no test reaches, or one whose check regressed to refusing, fails the run.
+    With TEFLON_EXPECT_DEVICE, partitions must have run, and only on that device."""
+    expected = _expected_device()
+    if expected and "opencl" in BACKENDS:
+        ran = sorted(_REPORT["devices"])
+        if not ran or any(expected not in name.lower() for name in ran):
+            session.config._wrong_devices = (expected, ran)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if "opencl" not in BACKENDS or not _whole_suite(session):
         return
     never = sorted(_registered() - set(_REPORT["lowerings"]))
@@ -152,6 +193,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     tr = terminalreporter
+    wrong = getattr(config, "_wrong_devices", None)
+    if wrong:
+        tr.section(f"{EXPECT_DEVICE_ENV} not met", red=True)
+        tr.write_line(f"expected every OpenCL partition on a device matching {wrong[0]!r}; "
+                      f"they ran on: {', '.join(wrong[1]) or 'no device (no partition ran)'}")
     never = getattr(config, "_lowerings_never_run", None)
     if never:
         tr.section("registered OpenCL lowerings no passing test ran", red=True)

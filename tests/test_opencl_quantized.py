@@ -102,7 +102,9 @@ def test_conv_compiles_the_variant_the_caps_say(device) -> None:
     """The int8 convolution's inner loop is machine-dependent: the partition reports the one that
     compiled, and it is the one the device's caps promise (VNNI where the compiler targets it)."""
     it = check_model(_two_convs(), "opencl")
-    assert _compiled_variants(it) == [("qconv", "vnni" if _device_caps().vnni else "portable")]
+    caps = _device_caps()
+    expected = "vnni" if caps.vnni else ("portable" if caps.clang_vectors else "standard")
+    assert _compiled_variants(it) == [("qconv", expected)]
 
 
 def test_vnni_conv_path_matches(device) -> None:
@@ -116,7 +118,8 @@ def test_vnni_conv_path_matches(device) -> None:
 
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shuffle-based path of devices without VNNI: same integers (forced on every device), and
-    the partition reports the portable loop compiled, not VNNI."""
+    the partition reports the portable loop compiled, not VNNI (the standard OpenCL C one on a
+    device without clang's vector extensions)."""
     from teflon_py.opencl.kernels import qspecs as qkernels
 
     real = qkernels.qconv_spec
@@ -127,7 +130,7 @@ def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(qkernels, "qconv_spec", portable)
     it = check_model(_two_convs(), "opencl")
-    assert _compiled_variants(it) == [("qconv", "portable")]
+    assert _compiled_variants(it) == [("qconv", "portable" if _device_caps().clang_vectors else "standard")]
 
 
 def test_int16_weight_conv_reports_its_loop(device) -> None:

@@ -3,6 +3,7 @@ chosen device (never from a global default), so that one model can be checked ag
 devices and get two honest answers."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,11 @@ class Caps:
     fp32_correct_divide: bool = True
     #: float32 subnormals kept (not flushed to zero)
     fp32_denorms: bool = True
+    #: the kernel compiler takes clang's vector extensions and x86 builtins (PoCL's CPU devices):
+    #: programs get ``TEFLON_CLANG_VECTORS`` and ``cl_kernels/vectors.cl``'s clang rendering,
+    #: which PyPI's PoCL 3.0 needs to be fast; else standard OpenCL C (``TEFLON_CL_VECTORS``
+    #: = ``standard`` or ``clang`` overrides the choice, e.g. to test the standard one on PoCL)
+    clang_vectors: bool = False
 
     @classmethod
     def of(cls, dev: Any) -> Caps:
@@ -57,10 +63,16 @@ class Caps:
             image_support=bool(dev.image_support),
             max_alloc=int(dev.max_mem_alloc_size),
             extensions=ext,
-            vnni=_compiles_vnni(dev),
+            vnni=_takes_clang_vectors(dev) and _compiles_vnni(dev),
             fp32_correct_divide=bool(fp32 & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
             fp32_denorms=bool(fp32 & cl.device_fp_config.DENORM),
+            clang_vectors=_takes_clang_vectors(dev),
         )
+
+    @property
+    def program_defines(self) -> dict[str, object]:
+        """The macros every program built for this device gets (see ``clang_vectors``)."""
+        return {"TEFLON_CLANG_VECTORS": True} if self.clang_vectors else {}
 
     @property
     def is_cpu(self) -> bool:
@@ -83,10 +95,31 @@ def _lanes_across_work_items(dev: Any) -> bool:
     return "llvmpipe" in names or "rusticl" in names or "lavapipe" in names
 
 
+VECTORS_ENV = "TEFLON_CL_VECTORS"
+
+
+def _pocl_cpu(dev: Any) -> bool:
+    from teflon_py.opencl.runtime import device
+
+    pocl = "pocl" in dev.platform.vendor.lower() or "portable computing" in dev.platform.name.lower()
+    return pocl and device.device_kind(dev) == "CPU"
+
+
+def _takes_clang_vectors(dev: Any) -> bool:
+    """PoCL's CPU devices (PyPI's 3.0 and Debian's 3.1) take clang's vector extensions; Mesa
+    rusticl's SPIR-V path and other vendors' compilers get standard OpenCL C. ``TEFLON_CL_VECTORS``
+    (``standard`` or ``clang``) overrides."""
+    forced = os.environ.get(VECTORS_ENV, "").strip().lower()
+    if forced in ("standard", "clang"):
+        return forced == "clang"
+    if forced:
+        raise ValueError(f"{VECTORS_ENV}={forced!r}: expected 'standard' or 'clang'")
+    return _pocl_cpu(dev)
+
+
 def _compiles_vnni(dev: Any) -> bool:
     """Whether ``dev``'s compiler defines ``__AVX512VNNI__``: a PoCL CPU device whose target CPU
     has the instructions (other platforms' compilers do not take clang's x86 builtins)."""
-    from teflon_py.opencl.runtime import device, pocl_target
+    from teflon_py.opencl.runtime import pocl_target
 
-    pocl = "pocl" in dev.platform.vendor.lower() or "portable computing" in dev.platform.name.lower()
-    return pocl and device.device_kind(dev) == "CPU" and "avx512_vnni" in pocl_target.target_features()
+    return _pocl_cpu(dev) and "avx512_vnni" in pocl_target.target_features()

@@ -19,6 +19,7 @@ import pytest
 import teflon_py
 from teflon_py import ir
 from teflon_py.executor import GraphExecutor
+from teflon_py.opencl.caps import Caps
 from teflon_py.ops.common import Act, FusedActivation, NoAttrs
 from teflon_py.ops.matmul import DynamicQuantizeAttrs, FullyConnectedAttrs
 
@@ -159,13 +160,23 @@ def run(graph: ir.Graph, backend: str, feeds: list[np.ndarray]) -> tuple[list[np
     return [np.array(ex.values[i]) for i in graph.outputs], ex
 
 
+def _device_fp32_reason() -> str | None:
+    """Why the default OpenCL device cannot give bit-exact float32 (subnormals flushed), or None."""
+    from teflon_py.opencl.runtime import device
+
+    return Caps.of(device.select_device()).exact_fp32_reason()
+
+
 def run_checked(graph: ir.Graph, backend: str, feeds: list[np.ndarray]) -> list[np.ndarray]:
-    """The outputs on ``backend``; on a delegate, every node placed there and every output equal
-    bit for bit to the NumPy fallback's."""
+    """The outputs on ``backend``; on a delegate, every node placed there (unless the device's caps
+    rule bit-exact float32 out, e.g. llvmpipe flushes subnormals, and that is the reason given)
+    and every output equal bit for bit to the NumPy fallback's."""
     outs, ex = run(graph, backend, feeds)
     if backend != "numpy":
+        excused = _device_fp32_reason() if backend == "opencl" else None
         wrong = [(op.describe(), ex.placements[op.index]) for op in graph.operations
-                 if ex.placements[op.index].backend != backend]
+                 if ex.placements[op.index].backend != backend
+                 and not (excused and excused in (ex.placements[op.index].reason or ""))]
         assert not wrong, f"not run on {backend}: {wrong}"
         ref, _ = run(graph, "numpy", feeds)
         for k, (a, e) in enumerate(zip(outs, ref)):
@@ -327,7 +338,7 @@ def test_dynamic_fully_connected_runtime_bias_and_folded_relu(backend: str) -> N
     graph = g.graph(g0.inputs, (r,))
     x = rows_of("normal", 5, 7, 9)
     (got,) = run_checked(graph, backend, [x, b])
-    if backend == "opencl":
+    if backend == "opencl" and not _device_fp32_reason():  # a device that refuses has no layer
         _, ex = run(graph, backend, [x, b])
         stats = [s.compiled.stats for s in ex.steps if getattr(s, "compiled", None) is not None]
         assert [(st["launches"], st["folded"]) for st in stats] == [(2, [2])], "RELU not folded into the layer"

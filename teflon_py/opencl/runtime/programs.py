@@ -1,6 +1,8 @@
 """Build OpenCL programs from ``cl_kernels`` sources with ``-D`` macros, cached on disk as binaries.
 
-A program's source is its files concatenated; a file entry ``(name, defines)`` instantiates a
+A program's source is ``vectors.cl`` (the kernels' vector vocabulary) and its files, concatenated,
+under the device's own macros (``Caps.program_defines``: which rendering of ``vectors.cl``) and
+the program's; a file entry ``(name, defines)`` instantiates a
 *template* file (one whose kernel names are macros, e.g. ``GEMM_NAME``) under those macros,
 wrapped in ``#define``/``#undef``, so several blockings of one kernel live in one program.
 
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from teflon_py.errors import BackendError
+from teflon_py.opencl.caps import Caps
 from teflon_py.opencl.runtime import probe
 from teflon_py.opencl.runtime.device import DeviceContext
 
@@ -46,6 +49,9 @@ _lock = threading.Lock()
 TOTALS: Counter[str] = Counter()
 #: A program's file: a plain ``cl_kernels`` file name, or a template file and its macros.
 FileEntry = str | tuple[str, tuple[tuple[str, object], ...]]
+#: The file every program starts with: its 16-wide loads, stores and conversions in clang's
+#: vector extensions or in standard OpenCL C, as the device's ``TEFLON_CLANG_VECTORS`` says.
+PRELUDE = "vectors.cl"
 
 
 def default_cache_dir() -> Path:
@@ -139,6 +145,8 @@ class ProgramCache:
         self.save_binaries = use_disk and save_binaries
         self._pending: dict[str, Any] = {}  # key -> program built from source, not yet saved
         self.stats = {"memo": 0, "disk": 0, "source": 0, "corrupt": 0}
+        #: macros of every program built here (they are part of its options, so of its key)
+        self.device_defines: Mapping[str, object] = Caps.of(dc.device).program_defines
 
     def key(self, source: str, options: str) -> str:
         h = hashlib.sha256()
@@ -149,10 +157,12 @@ class ProgramCache:
 
     def build(self, files: Sequence[FileEntry], defines: Mapping[str, object] | None = None,
               extra_options: Sequence[str] = ()) -> Any:
-        """The built program of ``files`` (concatenated in order) under ``defines``."""
-        source = "\n".join(entry_source(f) for f in files)
+        """The built program of ``PRELUDE`` and ``files`` (concatenated in order) under the
+        device's macros and ``defines``."""
+        source = "\n".join(entry_source(f) for f in (PRELUDE, *files))
         label = "+".join(dict.fromkeys(f if isinstance(f, str) else f[0] for f in files))
-        return self.build_source(source, build_options(defines or {}, extra_options), label=label)
+        options = build_options({**self.device_defines, **(defines or {})}, extra_options)
+        return self.build_source(source, options, label=label)
 
     def build_source(self, source: str, options: str, label: str = "<source>") -> Any:
         key = self.key(source, options)
