@@ -45,6 +45,8 @@ def _interpreter(model: str | bytes, delegate: str | None) -> Any:
     """An Interpreter for a path or model bytes, with the named delegate (or NumPy only)."""
     from teflon_py import Interpreter, load_delegate
 
+    if isinstance(model, str) and Path(model).is_dir():
+        raise CliError(f"{model}: is a directory, not a model file")
     if isinstance(model, str) and not Path(model).is_file():
         raise CliError(f"{model}: no such model file")
     try:
@@ -58,6 +60,13 @@ def _interpreter(model: str | bytes, delegate: str | None) -> Any:
     if is_program(model):  # an ExecuTorch .pte: its "forward" method
         return ProgramInterpreter(model, delegates)
     return Interpreter(model_path=model, experimental_delegates=delegates)
+
+
+def _is_program(model: str) -> bool:
+    """An ExecuTorch ``.pte`` (False for anything that is not a readable file: _interpreter says why)."""
+    from teflon_py.executorch.interpreter import is_program
+
+    return Path(model).is_file() and is_program(model)
 
 
 def _short(text: str) -> str:
@@ -136,23 +145,48 @@ def _random_input(detail: dict[str, Any], rng: np.random.Generator) -> np.ndarra
     return rng.integers(0, 10, shape).astype(dtype)  # indices, sizes: small and valid
 
 
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _read_npy(path: str) -> np.ndarray:
+    """One array from a ``.npy`` file; anything else (a directory, an ``.npz`` archive, a text
+    file, a pickled object array) is a CliError naming what it is."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"{path}: is a directory, not a .npy file")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(len(NPY_MAGIC))
+    except OSError as e:
+        raise CliError(f"{path}: cannot read: {e.strerror or e}") from e
+    if head.startswith(ZIP_MAGIC):
+        raise CliError(f"{path}: an .npz archive; --input takes one .npy file per model input "
+                       "(np.save each array)")
+    if head != NPY_MAGIC:
+        raise CliError(f"{path}: not a .npy file (np.save writes one)")
+    try:
+        return np.load(p, allow_pickle=False)
+    except ValueError as e:
+        if "allow_pickle" in str(e):
+            raise CliError(f"{path}: holds Python objects (a pickled object array), not numbers") from e
+        raise CliError(f"{path}: cannot load as .npy: {e}") from e
+
+
 def _load_inputs(paths: Sequence[str], details: list[dict[str, Any]]) -> list[np.ndarray]:
-    """Arrays from ``.npy`` files, one per model input in order, checked against the model."""
+    """Arrays from ``.npy`` files, one per model input in order, checked against the model: the
+    same shape and dtype (a float64 array for a float32 input is refused, as ``set_tensor`` does)."""
     if len(paths) != len(details):
         raise CliError(f"the model has {len(details)} input(s), {len(paths)} --input file(s) given")
     arrays = []
     for k, (path, d) in enumerate(zip(paths, details)):
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise CliError(f"{path}: cannot load as .npy: {e}") from e
+        arr = _read_npy(path)
         want_shape, want_dtype = tuple(int(s) for s in d["shape"]), np.dtype(d["dtype"])
         if arr.shape != want_shape:
             raise CliError(f"{path}: shape {list(arr.shape)} but input {k} '{d['name']}' wants {list(want_shape)}")
         if arr.dtype != want_dtype:
-            if not (arr.dtype.kind == want_dtype.kind == "f"):
-                raise CliError(f"{path}: dtype {arr.dtype} but input {k} '{d['name']}' wants {want_dtype}")
-            arr = arr.astype(want_dtype)
+            hint = f" (save it with .astype(np.{want_dtype.name}))" if arr.dtype.kind in "fiub" else ""
+            raise CliError(f"{path}: dtype {arr.dtype} but input {k} '{d['name']}' wants {want_dtype}{hint}")
         arrays.append(arr)
     return arrays
 
@@ -181,11 +215,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         model = args.model
         print(f"model: {model}")
     it = _interpreter(model, args.delegate)
-    it.allocate_tensors()
+    program = hasattr(it, "plan_rows")  # an ExecuTorch program knows its inputs once loaded
+    inputs = None if program or not args.input else _load_inputs(args.input, it.get_input_details())
+    it.allocate_tensors()  # compiles: after the inputs are checked
     _check_delegate(it, args.delegate)
     details = it.get_input_details()
     if args.input:
-        inputs = _load_inputs(args.input, details)
+        inputs = inputs if inputs is not None else _load_inputs(args.input, details)
     else:
         rng = np.random.default_rng(args.seed)
         inputs = [_random_input(d, rng) for d in details]
@@ -230,6 +266,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Time invoke (and LiteRT's, alternating), allocate_tensors cold and warm, and a profile."""
     if args.runs < 1 or args.warmup < 0:
         raise CliError("--runs must be at least 1 and --warmup at least 0")
+    if args.compare == "litert":  # before anything is compiled
+        try:
+            import ai_edge_litert.interpreter  # noqa: F401
+        except ImportError as e:
+            raise CliError(f"--compare litert needs LiteRT installed (pip install ai-edge-litert): {e}") from e
+    program = _is_program(args.model)
+    if program and (args.compare == "litert" or args.profile):
+        raise CliError(f"{args.model}: an ExecuTorch program: --compare executorch, not litert; "
+                       "--profile is for .tflite models")
+    if not program and args.compare == "executorch":
+        raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
     it, cold = _timed_allocate(args.model, args.delegate)
     _check_delegate(it, args.delegate)
     rng = np.random.default_rng(0)
@@ -240,12 +287,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               "warmup": args.warmup, "allocate_ms": cold["ms"],
                               "allocate_programs_built": cold["built"], "allocate_cache": cold["cache"],
                               "allocate_warm_ms": warm["ms"], "allocate_warm_programs_built": warm["built"]}
-    program = hasattr(it, "plan_rows")
-    if program and (args.compare == "litert" or args.profile):
-        raise CliError(f"{args.model}: an ExecuTorch program: --compare executorch, not litert; "
-                       "--profile is for .tflite models")
-    if not program and args.compare == "executorch":
-        raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
     if args.compare == "litert":
         lite = _litert(args.model, inputs)
     elif args.compare == "executorch":
@@ -453,6 +494,11 @@ def cmd_zoo(args: argparse.Namespace) -> int:
     from teflon_py import zoo
 
     kwargs: dict[str, Any] = {"dtype": args.dtype, "io": args.io, "seed": args.seed}
+    for flag, value in (("--size", args.size), ("--classes", args.classes)):
+        if value is not None and value < 1:
+            raise CliError(f"{flag} must be at least 1, got {value}")
+    if args.alpha is not None and not args.alpha > 0:
+        raise CliError(f"--alpha must be positive, got {args.alpha}")
     if args.size is not None:
         kwargs["input_size"] = args.size
     if args.classes is not None:
