@@ -12,6 +12,7 @@ without Python's file:line decoration.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -41,18 +42,19 @@ class CliError(Exception):
 
 
 # -- shared helpers ----------------------------------------------------------------------------
-def _interpreter(model: str | bytes, delegate: str | None) -> Any:
-    """An Interpreter for a path or model bytes, with the named delegate (or NumPy only)."""
+def _interpreter(model: str | bytes, delegate: str | None, progress: Any = None) -> Any:
+    """An Interpreter for a path or model bytes, with the named delegate (or NumPy only);
+    ``progress`` (a ``BuildProgress``) watches the delegate's partition builds."""
     from teflon_py import Interpreter, load_delegate
 
-    if isinstance(model, str) and Path(model).is_dir():
-        raise CliError(f"{model}: is a directory, not a model file")
-    if isinstance(model, str) and not Path(model).is_file():
-        raise CliError(f"{model}: no such model file")
+    if isinstance(model, str):
+        _interpreter_path_check(model)
     try:
         delegates = [load_delegate(delegate)] if delegate else []
     except ImportError as e:
         raise CliError(f"delegate {delegate!r} is not available in this installation: {e}") from e
+    if progress is not None:
+        progress.watch(delegates)
     if isinstance(model, bytes):
         return Interpreter(model_content=model, experimental_delegates=delegates)
     from teflon_py.executorch.interpreter import ProgramInterpreter, is_program
@@ -67,6 +69,26 @@ def _is_program(model: str) -> bool:
     from teflon_py.executorch.interpreter import is_program
 
     return Path(model).is_file() and is_program(model)
+
+
+def _interpreter_path_check(model: str) -> None:
+    """A CliError unless ``model`` names a file."""
+    if Path(model).is_dir():
+        raise CliError(f"{model}: is a directory, not a model file")
+    if not Path(model).is_file():
+        raise CliError(f"{model}: no such model file")
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    from teflon_py.progress import BuildProgress
+
+    return BuildProgress(quiet=getattr(args, "quiet", False))
+
+
+def _allocate(it: Any, progress: Any) -> None:
+    """``allocate_tensors`` under the progress line."""
+    with progress:
+        it.allocate_tensors()
 
 
 def _short(text: str) -> str:
@@ -214,10 +236,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         model = args.model
         print(f"model: {model}")
-    it = _interpreter(model, args.delegate)
+    progress = _progress(args)
+    it = _interpreter(model, args.delegate, progress)
     program = hasattr(it, "plan_rows")  # an ExecuTorch program knows its inputs once loaded
     inputs = None if program or not args.input else _load_inputs(args.input, it.get_input_details())
-    it.allocate_tensors()  # compiles: after the inputs are checked
+    _allocate(it, progress)  # compiles: after the inputs are checked
     _check_delegate(it, args.delegate)
     details = it.get_input_details()
     if args.input:
@@ -235,7 +258,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print("\n".join(_summarise(name, value)))
     on = sorted({r["backend"] for r in plan_rows(it)})
-    print(f"invoke: {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
+    programs = (f" ({progress.built} programs compiled, {progress.loaded} from caches)"
+                if progress.built + progress.loaded else "")
+    print(f"allocate_tensors: {progress.seconds * 1e3:.1f} ms{programs}")
+    print(f"invoke (first): {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
     _report_delegation(it, args.delegate, "run")  # after invoke: a partition may have failed to run
     if args.output:
         np.savez(args.output, **outputs)
@@ -244,9 +270,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    it = _interpreter(args.model, args.delegate)
-    it.allocate_tensors()
+    progress = _progress(args)
+    it = _interpreter(args.model, args.delegate, progress)
+    _allocate(it, progress)
     _check_delegate(it, args.delegate)
+    if args.dot or args.svg:
+        _write_dot(it, args)
     if args.json:
         doc = plan_data(it, args.model, args.delegate)
         doc["devices"] = it.devices()
@@ -260,6 +289,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         _report_delegation(it, args.delegate, "inspect")
         print(format_table(it))
     return 0
+
+
+def _write_dot(it: Any, args: argparse.Namespace) -> None:
+    """``--dot`` / ``--svg``: the placement as a Graphviz graph (see ``teflon_py.dot``)."""
+    from teflon_py import dot
+
+    if hasattr(it, "plan_rows"):
+        raise CliError(f"{args.model}: --dot and --svg draw .tflite models, not ExecuTorch programs")
+    text = dot.to_dot(it, Path(args.model).name)
+    if args.dot:
+        Path(args.dot).write_text(text)
+    if args.svg:
+        try:
+            dot.render_svg(text, args.svg)
+        except (FileNotFoundError, RuntimeError) as e:
+            raise CliError(str(e)) from e
+    target = " and ".join(p for p in (args.dot, args.svg) if p)
+    print(f"wrote {target}", file=sys.stderr if args.json else sys.stdout)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -277,7 +324,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                        "--profile is for .tflite models")
     if not program and args.compare == "executorch":
         raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
-    it, cold = _timed_allocate(args.model, args.delegate)
+    it, cold = _timed_allocate(args.model, args.delegate, progress=_progress(args))
     _check_delegate(it, args.delegate)
     rng = np.random.default_rng(0)
     inputs = [_random_input(d, rng) for d in it.get_input_details()]
@@ -326,7 +373,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) -> tuple[Any, dict[str, Any]]:
+def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False,
+                    progress: Any = None) -> tuple[Any, dict[str, Any]]:
     """An allocated Interpreter and how long allocate_tensors took, with the program caches' state
     ("cold": something was compiled and cached, "warm": all came from the caches, "none": no
     programs): ``fresh_memo`` forgets in-process programs first, so they come from the caches."""
@@ -334,10 +382,11 @@ def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) 
         from teflon_py.opencl.runtime import programs
 
         programs.clear_memo()
-    it = _interpreter(model, delegate)
+    it = _interpreter(model, delegate, progress)
     before, files_before = _program_counts(), _cached_files()
     start = time.perf_counter()
-    it.allocate_tensors()
+    with progress if progress is not None else contextlib.nullcontext():
+        it.allocate_tensors()
     ms = (time.perf_counter() - start) * 1e3
     after, files_after = _program_counts(), _cached_files()
     built = after.get("source", 0) - before.get("source", 0)
@@ -490,6 +539,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ops(args: argparse.Namespace) -> int:
+    from teflon_py import support
+
+    rows = {b: support.backend_ops(b) for b in ([args.backend] if args.backend else support.BACKENDS)}
+    print(json.dumps(rows, indent=2) if args.json else support.format_ops(rows))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from teflon_py import check
+
+    return check.main(args)
+
+
 def cmd_zoo(args: argparse.Namespace) -> int:
     from teflon_py import zoo
 
@@ -519,52 +582,100 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 # -- argument parsing ----------------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
-    from teflon_py import zoo
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help lines end with the option's default when it has one (and the text does not say it)."""
 
-    p = argparse.ArgumentParser(prog="teflon-py", description=__doc__.splitlines()[0])
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and action.default is not None and action.default is not False
+                and action.default != argparse.SUPPRESS and "default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _add_delegate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delegate", metavar="NAME",
+                   help="opencl (or a registered backend); default none: the NumPy fallback only")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from teflon_py import __version__, zoo
+    from teflon_py.support import BACKENDS
+
+    f = {"formatter_class": _HelpFormatter}
+    p = argparse.ArgumentParser(prog="teflon-py", description=__doc__.splitlines()[0], **f)
+    p.add_argument("--version", action="version", version=f"teflon-py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)")
-    run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
-    run.add_argument("--input", action="append", metavar="X.npy", help="one per model input, in order")
+    run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)", **f)
+    run.add_argument("model", nargs="?", metavar="MODEL",
+                     help=".tflite file or ExecuTorch .pte program; default the built-in demo network")
+    run.add_argument("--input", action="append", metavar="X.npy",
+                     help="one .npy per model input, in order (its exact shape and dtype); default random inputs")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
-    run.add_argument("--delegate", metavar="NAME", help="opencl, or none for the NumPy fallback only (default)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    _add_delegate(run)
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     run.set_defaults(func=cmd_run)
 
-    ins = sub.add_parser("inspect", help="where every node runs and why")
-    ins.add_argument("model", metavar="MODEL")
-    ins.add_argument("--delegate", metavar="NAME")
+    ins = sub.add_parser("inspect", help="where every node runs and why", **f)
+    ins.add_argument("model", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
+    _add_delegate(ins)
     ins.add_argument("--json", action="store_true", help="machine-readable plan")
+    ins.add_argument("--dot", metavar="OUT.dot",
+                     help="write the graph for Graphviz: nodes coloured by backend and partition")
+    ins.add_argument("--svg", metavar="OUT.svg", help="render that graph to SVG (needs Graphviz's dot on PATH)")
+    ins.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     ins.set_defaults(func=cmd_inspect)
 
-    bench = sub.add_parser("bench", help="time invoke (median/min/max) and allocate_tensors, cold and warm")
-    bench.add_argument("model", metavar="MODEL")
-    bench.add_argument("--delegate", metavar="NAME")
-    bench.add_argument("--runs", type=int, default=20)
-    bench.add_argument("--warmup", type=int, default=3)
+    bench = sub.add_parser("bench", help="time invoke (median/min/max) and allocate_tensors, cold and warm", **f)
+    bench.add_argument("model", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
+    _add_delegate(bench)
+    bench.add_argument("--runs", type=int, default=20, help="timed invokes")
+    bench.add_argument("--warmup", type=int, default=3, help="untimed invokes before them")
     bench.add_argument("--compare", choices=["litert", "executorch"],
                        help="also time LiteRT (XNNPACK, one thread per CPU) on a .tflite, or ExecuTorch's "
-                            "runtime on a .pte, alternating runs")
+                            "runtime on a .pte, alternating runs; default no comparison")
     bench.add_argument("--profile", metavar="TRACE.json",
                        help="write a chrome://tracing trace of one invoke; print the costliest kernels")
     bench.add_argument("--json", action="store_true", help="one JSON object with every number")
+    bench.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     bench.set_defaults(func=cmd_bench)
 
-    dev = sub.add_parser("devices", help="list OpenCL devices")
-    dev.add_argument("--json", action="store_true")
+    chk = sub.add_parser("check", help="compare every tensor of a backend's run with NumPy's (and LiteRT's)", **f)
+    chk.add_argument("model", metavar="MODEL", help=".tflite file")
+    chk.add_argument("--delegate", metavar="NAME", default="opencl", help="the backend checked")
+    chk.add_argument("--reference", choices=["numpy", "litert"], default="numpy",
+                     help="what it is compared with: the NumPy fallback, or LiteRT's reference kernels "
+                          "(BUILTIN_REF; needs ai-edge-litert)")
+    chk.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    chk.add_argument("--input", action="append", metavar="X.npy", help="one .npy per model input; default random")
+    chk.add_argument("--tolerance", type=float, default=1e-5,
+                     help="largest relative L2 error of a float tensor that counts as equal")
+    chk.add_argument("--lsb", type=int, default=0, help="largest integer difference that counts as equal")
+    chk.add_argument("-v", "--verbose", action="store_true", help="one line per operator")
+    chk.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
+    chk.set_defaults(func=cmd_check)
+
+    ops_ = sub.add_parser("ops", help="list every op (and dtype) each backend runs", **f)
+    ops_.add_argument("--backend", choices=BACKENDS, help="one backend; default both")
+    ops_.add_argument("--json", action="store_true", help="a JSON object: backend -> rows")
+    ops_.set_defaults(func=cmd_ops)
+
+    dev = sub.add_parser("devices", help="list OpenCL devices", **f)
+    dev.add_argument("--json", action="store_true", help="a JSON list of devices")
     dev.set_defaults(func=cmd_devices)
 
-    z = sub.add_parser("zoo", help="write a built-in demo network to a .tflite file")
+    z = sub.add_parser("zoo", help="write a built-in demo network to a .tflite file", **f)
     z.add_argument("name", choices=sorted(zoo.MODELS), metavar="NAME", help=", ".join(sorted(zoo.MODELS)))
-    z.add_argument("out", metavar="OUT.tflite")
-    z.add_argument("--dtype", choices=["float32", "int8"], default="float32")
-    z.add_argument("--io", choices=["int8", "uint8", "float32"], help="int8 models: input/output type")
-    z.add_argument("--size", type=int, help="input height and width (default 96; demo 32)")
-    z.add_argument("--alpha", type=float, help="width multiplier (default 0.5)")
-    z.add_argument("--classes", type=int, help="number of classes (default 1000; demo 10)")
-    z.add_argument("--seed", type=int, default=0)
+    z.add_argument("out", metavar="OUT.tflite", help="file to write")
+    z.add_argument("--dtype", choices=["float32", "int8"], default="float32", help="weights and activations")
+    z.add_argument("--io", choices=["int8", "uint8", "float32"],
+                   help="int8 models: input/output type; default int8 for int8 models")
+    z.add_argument("--size", type=int, help="input height and width; default 96 (demo 32)")
+    z.add_argument("--alpha", type=float, help="width multiplier of the mobilenets; default 0.5")
+    z.add_argument("--classes", type=int, help="number of classes; default 1000 (demo 10)")
+    z.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     z.add_argument("--external-buffers", action="store_true", help="constants after the flatbuffer (3c)")
     z.set_defaults(func=cmd_zoo)
     return p

@@ -184,9 +184,17 @@ def test_inspect_json_schema(capsys, demo_path, echo_backend) -> None:
     assert doc["devices"] == {} and doc["fallbacks"] == []  # the echo backend names no device
     ops = [op.name for op in teflon_py.Interpreter(model_path=demo_path).model.main.operations]
     assert [n["index"] for n in doc["nodes"]] == list(range(len(ops)))
+    graph = teflon_py.Interpreter(model_path=demo_path).model.main
     for node, op in zip(doc["nodes"], ops):
-        assert list(node) == ["index", "op", "backend", "partition", "reason"]
+        assert list(node) == ["index", "op", "backend", "partition", "reason", "inputs", "outputs"]
         assert node["op"] == op
+        operation = graph.operations[node["index"]]
+        for key, indices in (("inputs", operation.inputs), ("outputs", operation.outputs)):
+            assert [d and d["tensor"] for d in node[key]] == [i if i >= 0 else None for i in indices]
+            for d in node[key]:
+                if d is not None:
+                    t = graph.tensors[d["tensor"]]
+                    assert d["dtype"] == t.dtype.name and d["shape"] == list(t.shape)
         if op in ("CONV_2D", "ADD"):
             assert node["backend"] == "echo" and isinstance(node["partition"], int) and node["reason"] is None
         else:
@@ -327,7 +335,10 @@ def test_inspect_json_of_a_program(capsys, device) -> None:
     assert [n["op"] for n in doc["nodes"]] == ["XNNStaticTranspose", "XNNConv2d", "XNNStaticTranspose",
                                                "aten::mean.out", "aten::native_layer_norm.out", "XNNFullyConnected"]
     for node in doc["nodes"]:
-        assert list(node) == ["index", "op", "backend", "partition", "reason"]
+        assert list(node) == ["index", "op", "backend", "partition", "reason", "inputs", "outputs"]
+        assert node["outputs"][0]["dtype"] == "float32" and all(n > 0 for n in node["outputs"][0]["shape"])
+        assert all(isinstance(d["dtype"], str) and all(isinstance(n, int) for n in d["shape"])
+                   for d in node["inputs"] + node["outputs"] if d is not None)
         portable = node["op"].startswith("aten::")
         assert node["backend"] == ("numpy" if portable else "opencl")
         assert (node["reason"] == "portable operator") == portable
