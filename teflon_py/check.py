@@ -70,7 +70,8 @@ def _describe(t: ir.Tensor) -> str:
 
 def _run_teflon(model: str, delegate: str | None, inputs: list[np.ndarray] | None, seed: int,
                 progress: Any = None) -> tuple[Any, list[np.ndarray]]:
-    from teflon_py import Interpreter, cli, load_delegate
+    from teflon_py import Interpreter, load_delegate
+    from teflon_py import cli_common as cli
 
     if delegate:
         try:
@@ -97,7 +98,7 @@ def _run_teflon(model: str, delegate: str | None, inputs: list[np.ndarray] | Non
 
 
 def _run_litert(model: str, inputs: list[np.ndarray]) -> Any:
-    from teflon_py import cli
+    from teflon_py import cli_common as cli
 
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -113,7 +114,7 @@ def _run_litert(model: str, inputs: list[np.ndarray]) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
-    from teflon_py import cli
+    from teflon_py import cli_common as cli
     from teflon_py.executorch.interpreter import is_program
     from teflon_py.progress import BuildProgress
 
