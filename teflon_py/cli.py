@@ -12,6 +12,7 @@ without Python's file:line decoration.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,135 +27,28 @@ from typing import Any
 
 import numpy as np
 
+from teflon_py.cli_common import (  # noqa: F401  (re-exported: tests and command modules use them)
+    EXIT_USAGE,
+    REASON_CHARS,
+    REASONS_SHOWN,
+    CliError,
+    _allocate,
+    _check_delegate,
+    _device_lines,
+    _fallback_line,
+    _interpreter,
+    _interpreter_path_check,
+    _is_program,
+    _load_inputs,
+    _progress,
+    _random_input,
+    _read_npy,
+    _report_delegation,
+    _short,
+    _warn,
+)
 from teflon_py.errors import FallbackWarning, TeflonError
 from teflon_py.plan_report import debug_enabled, format_table, plan_data, plan_rows
-
-EXIT_USAGE = 2
-#: Longest reason a fallback line quotes (``TEFLON_DEBUG`` shows them whole).
-REASON_CHARS = 160
-#: Most distinct reasons a fallback line lists (``teflon-py inspect`` shows every node's).
-REASONS_SHOWN = 4
-
-
-class CliError(Exception):
-    """A problem with what the user asked for: printed as one line, exit status 2."""
-
-
-# -- shared helpers ----------------------------------------------------------------------------
-def _interpreter(model: str | bytes, delegate: str | None) -> Any:
-    """An Interpreter for a path or model bytes, with the named delegate (or NumPy only)."""
-    from teflon_py import Interpreter, load_delegate
-
-    if isinstance(model, str) and not Path(model).is_file():
-        raise CliError(f"{model}: no such model file")
-    try:
-        delegates = [load_delegate(delegate)] if delegate else []
-    except ImportError as e:
-        raise CliError(f"delegate {delegate!r} is not available in this installation: {e}") from e
-    if isinstance(model, bytes):
-        return Interpreter(model_content=model, experimental_delegates=delegates)
-    from teflon_py.executorch.interpreter import ProgramInterpreter, is_program
-
-    if is_program(model):  # an ExecuTorch .pte: its "forward" method
-        return ProgramInterpreter(model, delegates)
-    return Interpreter(model_path=model, experimental_delegates=delegates)
-
-
-def _short(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= REASON_CHARS or debug_enabled() else text[:REASON_CHARS - 3] + "..."
-
-
-def _check_delegate(it: Any, delegate: str | None) -> None:
-    """An explicit ``--delegate`` that runs nothing because it has no usable device or none of
-    its partitions builds is a CliError (nothing to fall back *from*: the user asked for it)."""
-    if not delegate:
-        return
-    fallbacks = it.fallbacks()
-    for f in fallbacks:
-        if f.stage == "unavailable":
-            raise CliError(f"--delegate {delegate}: no usable device: {f.reason}")
-    failed = [f for f in fallbacks if f.stage == "build"]
-    if failed and all(r["backend"] == "numpy" for r in plan_rows(it)):
-        f = failed[0]
-        raise CliError(f"--delegate {delegate}: no partition could be built ({len(failed)} tried); partition "
-                       f"{f.partition}: {_short(f.reason)}")
-
-
-def _fallback_line(it: Any, delegate: str | None) -> str | None:
-    """With a ``--delegate``: one line saying how many nodes run on NumPy instead, and why."""
-    if not delegate:
-        return None
-    rows = plan_rows(it)
-    numpy = [r for r in rows if r["backend"] == "numpy" and not (r["reason"] or "").startswith("folded")]
-    if not numpy:
-        return None
-    parts = [f"partition {f.partition} ({len(f.nodes)} nodes) failed to {f.stage}: {_short(f.reason)}"
-             for f in it.fallbacks() if f.stage in ("build", "run")]
-    by_reason: dict[str, Counter[str]] = {}
-    for r in numpy:
-        reason = r["reason"] or "not claimed"
-        if reason.endswith((" build failed", " run failed")):
-            continue  # said above, with the error
-        by_reason.setdefault(reason, Counter())[r["op"]] += 1
-    for reason, ops in list(by_reason.items())[:REASONS_SHOWN]:
-        parts.append(f"{', '.join(f'{n} {op}' for op, n in ops.items())} ({_short(reason)})")
-    if len(by_reason) > REASONS_SHOWN:
-        parts.append(f"{len(by_reason) - REASONS_SHOWN} more reasons (teflon-py inspect lists every node)")
-    return f"{len(numpy)} of {len(rows)} nodes run on NumPy, not {delegate}: " + "; ".join(parts)
-
-
-def _device_lines(it: Any) -> list[str]:
-    """"opencl: <device> (<platform>, driver <version>)" per delegate that runs a node."""
-    return [f"{name}: {desc}" for name, desc in it.devices().items()]
-
-
-def _report_delegation(it: Any, delegate: str | None, command: str) -> None:
-    """Print which device runs the partitions (stdout) and what fell back to NumPy (stderr)."""
-    for line in _device_lines(it):
-        print(line)
-    line = _fallback_line(it, delegate)
-    if line is not None:
-        _warn(command, line)
-
-
-def _warn(command: str, message: str) -> None:
-    print(f"teflon-py {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
-
-
-def _random_input(detail: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    """Inputs when none are given: images in [-1, 1] (as real values), full range for integers."""
-    shape, dtype = tuple(detail["shape"]), np.dtype(detail["dtype"])
-    scales = detail["quantization_parameters"]["scales"]
-    if dtype.kind == "f":
-        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind in "iu" and scales.size:
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
-    return rng.integers(0, 10, shape).astype(dtype)  # indices, sizes: small and valid
-
-
-def _load_inputs(paths: Sequence[str], details: list[dict[str, Any]]) -> list[np.ndarray]:
-    """Arrays from ``.npy`` files, one per model input in order, checked against the model."""
-    if len(paths) != len(details):
-        raise CliError(f"the model has {len(details)} input(s), {len(paths)} --input file(s) given")
-    arrays = []
-    for k, (path, d) in enumerate(zip(paths, details)):
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise CliError(f"{path}: cannot load as .npy: {e}") from e
-        want_shape, want_dtype = tuple(int(s) for s in d["shape"]), np.dtype(d["dtype"])
-        if arr.shape != want_shape:
-            raise CliError(f"{path}: shape {list(arr.shape)} but input {k} '{d['name']}' wants {list(want_shape)}")
-        if arr.dtype != want_dtype:
-            if not (arr.dtype.kind == want_dtype.kind == "f"):
-                raise CliError(f"{path}: dtype {arr.dtype} but input {k} '{d['name']}' wants {want_dtype}")
-            arr = arr.astype(want_dtype)
-        arrays.append(arr)
-    return arrays
 
 
 def _summarise(name: str, value: np.ndarray) -> list[str]:
@@ -180,12 +74,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         model = args.model
         print(f"model: {model}")
-    it = _interpreter(model, args.delegate)
-    it.allocate_tensors()
+    progress = _progress(args)
+    it = _interpreter(model, args.delegate, progress)
+    program = hasattr(it, "plan_rows")  # an ExecuTorch program knows its inputs once loaded
+    inputs = None if program or not args.input else _load_inputs(args.input, it.get_input_details())
+    _allocate(it, progress)  # compiles: after the inputs are checked
     _check_delegate(it, args.delegate)
     details = it.get_input_details()
     if args.input:
-        inputs = _load_inputs(args.input, details)
+        inputs = inputs if inputs is not None else _load_inputs(args.input, details)
     else:
         rng = np.random.default_rng(args.seed)
         inputs = [_random_input(d, rng) for d in details]
@@ -199,7 +96,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print("\n".join(_summarise(name, value)))
     on = sorted({r["backend"] for r in plan_rows(it)})
-    print(f"invoke: {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
+    programs = (f" ({progress.built} programs compiled, {progress.loaded} from caches)"
+                if progress.built + progress.loaded else "")
+    print(f"allocate_tensors: {progress.seconds * 1e3:.1f} ms{programs}")
+    print(f"invoke (first): {elapsed:.2f} ms; nodes on: {', '.join(on) if on else 'none'}")
     _report_delegation(it, args.delegate, "run")  # after invoke: a partition may have failed to run
     if args.output:
         np.savez(args.output, **outputs)
@@ -208,9 +108,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    it = _interpreter(args.model, args.delegate)
-    it.allocate_tensors()
+    progress = _progress(args)
+    it = _interpreter(args.model, args.delegate, progress)
+    _allocate(it, progress)
     _check_delegate(it, args.delegate)
+    if args.dot or args.svg:
+        _write_dot(it, args)
     if args.json:
         doc = plan_data(it, args.model, args.delegate)
         doc["devices"] = it.devices()
@@ -226,11 +129,40 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_dot(it: Any, args: argparse.Namespace) -> None:
+    """``--dot`` / ``--svg``: the placement as a Graphviz graph (see ``teflon_py.dot``)."""
+    from teflon_py import dot
+
+    if hasattr(it, "plan_rows"):
+        raise CliError(f"{args.model}: --dot and --svg draw .tflite models, not ExecuTorch programs")
+    text = dot.to_dot(it, Path(args.model).name)
+    if args.dot:
+        Path(args.dot).write_text(text)
+    if args.svg:
+        try:
+            dot.render_svg(text, args.svg)
+        except (FileNotFoundError, RuntimeError) as e:
+            raise CliError(str(e)) from e
+    target = " and ".join(p for p in (args.dot, args.svg) if p)
+    print(f"wrote {target}", file=sys.stderr if args.json else sys.stdout)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Time invoke (and LiteRT's, alternating), allocate_tensors cold and warm, and a profile."""
     if args.runs < 1 or args.warmup < 0:
         raise CliError("--runs must be at least 1 and --warmup at least 0")
-    it, cold = _timed_allocate(args.model, args.delegate)
+    if args.compare == "litert":  # before anything is compiled
+        try:
+            import ai_edge_litert.interpreter  # noqa: F401
+        except ImportError as e:
+            raise CliError(f"--compare litert needs LiteRT installed (pip install ai-edge-litert): {e}") from e
+    program = _is_program(args.model)
+    if program and (args.compare == "litert" or args.profile):
+        raise CliError(f"{args.model}: an ExecuTorch program: --compare executorch, not litert; "
+                       "--profile is for .tflite models")
+    if not program and args.compare == "executorch":
+        raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
+    it, cold = _timed_allocate(args.model, args.delegate, progress=_progress(args))
     _check_delegate(it, args.delegate)
     rng = np.random.default_rng(0)
     inputs = [_random_input(d, rng) for d in it.get_input_details()]
@@ -240,12 +172,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               "warmup": args.warmup, "allocate_ms": cold["ms"],
                               "allocate_programs_built": cold["built"], "allocate_cache": cold["cache"],
                               "allocate_warm_ms": warm["ms"], "allocate_warm_programs_built": warm["built"]}
-    program = hasattr(it, "plan_rows")
-    if program and (args.compare == "litert" or args.profile):
-        raise CliError(f"{args.model}: an ExecuTorch program: --compare executorch, not litert; "
-                       "--profile is for .tflite models")
-    if not program and args.compare == "executorch":
-        raise CliError(f"{args.model}: --compare executorch is for ExecuTorch programs (.pte)")
     if args.compare == "litert":
         lite = _litert(args.model, inputs)
     elif args.compare == "executorch":
@@ -285,7 +211,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) -> tuple[Any, dict[str, Any]]:
+def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False,
+                    progress: Any = None) -> tuple[Any, dict[str, Any]]:
     """An allocated Interpreter and how long allocate_tensors took, with the program caches' state
     ("cold": something was compiled and cached, "warm": all came from the caches, "none": no
     programs): ``fresh_memo`` forgets in-process programs first, so they come from the caches."""
@@ -293,10 +220,11 @@ def _timed_allocate(model: str, delegate: str | None, fresh_memo: bool = False) 
         from teflon_py.opencl.runtime import programs
 
         programs.clear_memo()
-    it = _interpreter(model, delegate)
+    it = _interpreter(model, delegate, progress)
     before, files_before = _program_counts(), _cached_files()
     start = time.perf_counter()
-    it.allocate_tensors()
+    with progress if progress is not None else contextlib.nullcontext():
+        it.allocate_tensors()
     ms = (time.perf_counter() - start) * 1e3
     after, files_after = _program_counts(), _cached_files()
     built = after.get("source", 0) - before.get("source", 0)
@@ -450,10 +378,29 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ops(args: argparse.Namespace) -> int:
+    from teflon_py import support
+
+    rows = {b: support.backend_ops(b) for b in ([args.backend] if args.backend else support.BACKENDS)}
+    print(json.dumps(rows, indent=2) if args.json else support.format_ops(rows))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from teflon_py import check
+
+    return check.main(args)
+
+
 def cmd_zoo(args: argparse.Namespace) -> int:
     from teflon_py import zoo
 
     kwargs: dict[str, Any] = {"dtype": args.dtype, "io": args.io, "seed": args.seed}
+    for flag, value in (("--size", args.size), ("--classes", args.classes)):
+        if value is not None and value < 1:
+            raise CliError(f"{flag} must be at least 1, got {value}")
+    if args.alpha is not None and not args.alpha > 0:
+        raise CliError(f"--alpha must be positive, got {args.alpha}")
     if args.size is not None:
         kwargs["input_size"] = args.size
     if args.classes is not None:
@@ -474,52 +421,100 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 # -- argument parsing ----------------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
-    from teflon_py import zoo
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help lines end with the option's default when it has one (and the text does not say it)."""
 
-    p = argparse.ArgumentParser(prog="teflon-py", description=__doc__.splitlines()[0])
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and action.default is not None and action.default is not False
+                and action.default != argparse.SUPPRESS and "default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _add_delegate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delegate", metavar="NAME",
+                   help="opencl (or a registered backend); default none: the NumPy fallback only")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from teflon_py import __version__, zoo
+    from teflon_py.support import BACKENDS
+
+    f = {"formatter_class": _HelpFormatter}
+    p = argparse.ArgumentParser(prog="teflon-py", description=__doc__.splitlines()[0], **f)
+    p.add_argument("--version", action="version", version=f"teflon-py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)")
-    run.add_argument("model", nargs="?", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
-    run.add_argument("--input", action="append", metavar="X.npy", help="one per model input, in order")
+    run = sub.add_parser("run", help="run a model once (no MODEL: the built-in demo network)", **f)
+    run.add_argument("model", nargs="?", metavar="MODEL",
+                     help=".tflite file or ExecuTorch .pte program; default the built-in demo network")
+    run.add_argument("--input", action="append", metavar="X.npy",
+                     help="one .npy per model input, in order (its exact shape and dtype); default random inputs")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
-    run.add_argument("--delegate", metavar="NAME", help="opencl, or none for the NumPy fallback only (default)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    _add_delegate(run)
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     run.set_defaults(func=cmd_run)
 
-    ins = sub.add_parser("inspect", help="where every node runs and why")
-    ins.add_argument("model", metavar="MODEL")
-    ins.add_argument("--delegate", metavar="NAME")
+    ins = sub.add_parser("inspect", help="where every node runs and why", **f)
+    ins.add_argument("model", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
+    _add_delegate(ins)
     ins.add_argument("--json", action="store_true", help="machine-readable plan")
+    ins.add_argument("--dot", metavar="OUT.dot",
+                     help="write the graph for Graphviz: nodes coloured by backend and partition")
+    ins.add_argument("--svg", metavar="OUT.svg", help="render that graph to SVG (needs Graphviz's dot on PATH)")
+    ins.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     ins.set_defaults(func=cmd_inspect)
 
-    bench = sub.add_parser("bench", help="time invoke (median/min/max) and allocate_tensors, cold and warm")
-    bench.add_argument("model", metavar="MODEL")
-    bench.add_argument("--delegate", metavar="NAME")
-    bench.add_argument("--runs", type=int, default=20)
-    bench.add_argument("--warmup", type=int, default=3)
+    bench = sub.add_parser("bench", help="time invoke (median/min/max) and allocate_tensors, cold and warm", **f)
+    bench.add_argument("model", metavar="MODEL", help=".tflite file or ExecuTorch .pte program")
+    _add_delegate(bench)
+    bench.add_argument("--runs", type=int, default=20, help="timed invokes")
+    bench.add_argument("--warmup", type=int, default=3, help="untimed invokes before them")
     bench.add_argument("--compare", choices=["litert", "executorch"],
                        help="also time LiteRT (XNNPACK, one thread per CPU) on a .tflite, or ExecuTorch's "
-                            "runtime on a .pte, alternating runs")
+                            "runtime on a .pte, alternating runs; default no comparison")
     bench.add_argument("--profile", metavar="TRACE.json",
                        help="write a chrome://tracing trace of one invoke; print the costliest kernels")
     bench.add_argument("--json", action="store_true", help="one JSON object with every number")
+    bench.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
     bench.set_defaults(func=cmd_bench)
 
-    dev = sub.add_parser("devices", help="list OpenCL devices")
-    dev.add_argument("--json", action="store_true")
+    chk = sub.add_parser("check", help="compare every tensor of a backend's run with NumPy's (and LiteRT's)", **f)
+    chk.add_argument("model", metavar="MODEL", help=".tflite file")
+    chk.add_argument("--delegate", metavar="NAME", default="opencl", help="the backend checked")
+    chk.add_argument("--reference", choices=["numpy", "litert"], default="numpy",
+                     help="what it is compared with: the NumPy fallback, or LiteRT's reference kernels "
+                          "(BUILTIN_REF; needs ai-edge-litert)")
+    chk.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    chk.add_argument("--input", action="append", metavar="X.npy", help="one .npy per model input; default random")
+    chk.add_argument("--tolerance", type=float, default=1e-5,
+                     help="largest relative L2 error of a float tensor that counts as equal")
+    chk.add_argument("--lsb", type=int, default=0, help="largest integer difference that counts as equal")
+    chk.add_argument("-v", "--verbose", action="store_true", help="one line per operator")
+    chk.add_argument("--quiet", action="store_true", help="no progress line while OpenCL programs compile")
+    chk.set_defaults(func=cmd_check)
+
+    ops_ = sub.add_parser("ops", help="list every op (and dtype) each backend runs", **f)
+    ops_.add_argument("--backend", choices=BACKENDS, help="one backend; default both")
+    ops_.add_argument("--json", action="store_true", help="a JSON object: backend -> rows")
+    ops_.set_defaults(func=cmd_ops)
+
+    dev = sub.add_parser("devices", help="list OpenCL devices", **f)
+    dev.add_argument("--json", action="store_true", help="a JSON list of devices")
     dev.set_defaults(func=cmd_devices)
 
-    z = sub.add_parser("zoo", help="write a built-in demo network to a .tflite file")
+    z = sub.add_parser("zoo", help="write a built-in demo network to a .tflite file", **f)
     z.add_argument("name", choices=sorted(zoo.MODELS), metavar="NAME", help=", ".join(sorted(zoo.MODELS)))
-    z.add_argument("out", metavar="OUT.tflite")
-    z.add_argument("--dtype", choices=["float32", "int8"], default="float32")
-    z.add_argument("--io", choices=["int8", "uint8", "float32"], help="int8 models: input/output type")
-    z.add_argument("--size", type=int, help="input height and width (default 96; demo 32)")
-    z.add_argument("--alpha", type=float, help="width multiplier (default 0.5)")
-    z.add_argument("--classes", type=int, help="number of classes (default 1000; demo 10)")
-    z.add_argument("--seed", type=int, default=0)
+    z.add_argument("out", metavar="OUT.tflite", help="file to write")
+    z.add_argument("--dtype", choices=["float32", "int8"], default="float32", help="weights and activations")
+    z.add_argument("--io", choices=["int8", "uint8", "float32"],
+                   help="int8 models: input/output type; default int8 for int8 models")
+    z.add_argument("--size", type=int, help="input height and width; default 96 (demo 32)")
+    z.add_argument("--alpha", type=float, help="width multiplier of the mobilenets; default 0.5")
+    z.add_argument("--classes", type=int, help="number of classes; default 1000 (demo 10)")
+    z.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     z.add_argument("--external-buffers", action="store_true", help="constants after the flatbuffer (3c)")
     z.set_defaults(func=cmd_zoo)
     return p

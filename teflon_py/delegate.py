@@ -97,7 +97,12 @@ def register_backend(name: str, factory: BackendFactory) -> None:
 
 
 def load_delegate(library: str, options: Mapping[str, Any] | None = None) -> Delegate:
-    """LiteRT's ``load_delegate``: ``"opencl"`` or any registered backend name."""
+    """LiteRT's ``load_delegate``: ``"opencl"`` or any registered backend name (a ``TypeError``
+    for anything but a string, a ``ValueError`` for an unknown name or options that are no mapping)."""
+    if not isinstance(library, str):
+        raise TypeError(f"load_delegate takes a delegate name such as 'opencl', got {library!r}")
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"load_delegate options must be a dict of option names to values, got {options!r}")
     key = library.removeprefix("teflon_py.").removesuffix(".so")
     if key not in _BACKENDS and key in BUILTIN_BACKENDS:
         module, cls = BUILTIN_BACKENDS[key]

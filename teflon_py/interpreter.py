@@ -9,25 +9,67 @@ running the graph once on zero-filled inputs through the NumPy fallback (no dele
 plans the graph with those shapes, so delegates compile for the real sizes. This costs one extra
 NumPy pass per resize and works for every op the fallback computes; a model whose shapes depend
 on input *values* gets the shapes zeros give, and the real ones at each ``invoke``.
+
+The module exports what ``ai_edge_litert.interpreter`` does: ``Interpreter``, ``load_delegate``,
+``Delegate`` (teflon-py's backend class: what ``load_delegate`` returns), ``OpResolverType``,
+``SignatureRunner`` and ``InterpreterWithCustomOps``. The constructor takes LiteRT's keyword
+arguments and no others (a misspelt one is a ``TypeError``, as in LiteRT). Accepted and ignored:
+``experimental_op_resolver_type`` (every resolver gets teflon-py's kernels, which compute what
+LiteRT's ``BUILTIN_REF`` reference kernels compute), the delegate clustering / fusion / profiling /
+zero-point compression switches, and ``num_threads`` (the NumPy fallback uses NumPy's own threads,
+an OpenCL device its driver's: a one-time ``UserWarning`` says so when it is not 1).
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from teflon_py import ir, ops
-from teflon_py.delegate import Delegate
+from teflon_py.delegate import Delegate, load_delegate
 from teflon_py.errors import TeflonError
 from teflon_py.executor import Fallback, GraphExecutor, ModelState, Placement, RunObserver
 from teflon_py.fallback.constant_folding import fold_model
 from teflon_py.plan_report import debug_enabled, format_table
 from teflon_py.tflite.reader import read_model
+
+__all__ = ["Delegate", "Interpreter", "InterpreterWithCustomOps", "OpResolverType", "SignatureRunner",
+           "load_delegate"]
+
+
+class OpResolverType(enum.Enum):
+    """LiteRT's op resolver choice; accepted and ignored: teflon-py always runs its own kernels
+    (the NumPy fallback computes what ``BUILTIN_REF``, LiteRT's reference kernels, computes)."""
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+_warned_num_threads = False
+
+
+def _check_resolver(value: Any) -> None:
+    """LiteRT's ValueError for a resolver type it does not know (its own enum is accepted too)."""
+    if value not in list(OpResolverType) and getattr(value, "name", None) not in OpResolverType.__members__:
+        raise ValueError(f"Unrecognized passed in op resolver type: {value}")
+
+
+def _note_num_threads(num_threads: int | None) -> None:
+    global _warned_num_threads
+    if num_threads in (None, 1) or _warned_num_threads:
+        return
+    _warned_num_threads = True
+    warnings.warn(f"teflon-py ignores num_threads={num_threads}: the NumPy fallback uses NumPy's (BLAS) "
+                  "threads and an OpenCL device its driver's", UserWarning, stacklevel=3)
 
 
 class ResizeError(TeflonError, ValueError, RuntimeError):
@@ -77,16 +119,23 @@ class Interpreter:
         model_content: bytes | None = None,
         experimental_delegates: Sequence[Delegate] | None = None,
         num_threads: int | None = None,
-        *,
+        experimental_op_resolver_type: Any = OpResolverType.AUTO,
         experimental_preserve_all_tensors: bool = False,
+        experimental_disable_delegate_clustering: bool = False,
+        experimental_default_delegate_latest_features: bool = False,
+        experimental_compress_quantization_zero_points: bool = False,
+        experimental_disable_delegate_node_fusion: bool = False,
+        experimental_force_delegate_node_profiling: bool = False,
+        *,
         memory_budget: int | None = None,
-        **_litert_only_options: Any,
     ):
+        _check_resolver(experimental_op_resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int):
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1:
                 raise ValueError("num_threads should >= 1")
+        _note_num_threads(num_threads)
         if model_path and not model_content:
             self._model: ir.Model = read_model(model_path)
         elif model_content and not model_path:
@@ -106,8 +155,9 @@ class Interpreter:
         #: every tensor readable after ``invoke``: delegates then copy each tensor they produce
         #: to the host (their partitions keep none to themselves, and fuse nothing away)
         self.preserve_all_tensors = bool(experimental_preserve_all_tensors)
-        #: accepted for LiteRT compatibility; the NumPy fallback uses NumPy's own threads
+        #: accepted for LiteRT compatibility and ignored (see the module's docstring)
         self.num_threads = num_threads
+        self.op_resolver_type = experimental_op_resolver_type
         self._subgraphs: dict[int, _Subgraph] = {}
         #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
         self._model_state = ModelState(self._model, memory_budget)  # bytes; None: TEFLON_MEMORY_BUDGET
@@ -441,6 +491,18 @@ class Interpreter:
         if hasattr(self, "_model_state"):
             with contextlib.suppress(Exception):
                 self._model_state.close()
+
+
+class InterpreterWithCustomOps(Interpreter):
+    """LiteRT's interpreter with custom op registerers (C symbols or pybind functions); teflon-py
+    registers custom ops in Python instead (``teflon_py.register_custom_op``), so
+    ``custom_op_registerers`` must be empty."""
+
+    def __init__(self, custom_op_registerers: Sequence[Any] | None = None, **kwargs: Any):
+        if custom_op_registerers:
+            raise ValueError("teflon-py takes custom ops as Python kernels: "
+                             "teflon_py.register_custom_op(name, kernel), not custom_op_registerers")
+        super().__init__(**kwargs)
 
 
 class SignatureRunner:

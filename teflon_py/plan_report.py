@@ -30,6 +30,14 @@ def describe_tensor(graph: ir.Graph, index: int) -> str:
     return f"{t.dtype.name}[{','.join(str(d) for d in t.shape)}]"
 
 
+def tensor_info(graph: ir.Graph, index: int) -> dict[str, Any] | None:
+    """``{"tensor": index, "dtype": "int8", "shape": [1, 96, 96, 3]}``; None for an absent operand."""
+    if index == ir.NO_TENSOR:
+        return None
+    t = graph.tensors[index]
+    return {"tensor": index, "dtype": t.dtype.name, "shape": [int(d) for d in t.shape]}
+
+
 def plan_rows(interpreter: Interpreter) -> list[dict[str, Any]]:
     """One dict per node of the main graph: index, op, operand descriptions, backend, partition, reason
     (an ExecuTorch program: per XNode of its delegate calls and per kernel call, its own rows)."""
@@ -46,17 +54,23 @@ def plan_rows(interpreter: Interpreter) -> list[dict[str, Any]]:
             "backend": p.backend,
             "partition": p.partition,
             "reason": p.reason,
+            "input_info": [tensor_info(graph, i) for i in op.inputs],
+            "output_info": [tensor_info(graph, i) for i in op.outputs],
         })
     return rows
 
 
 def plan_data(interpreter: Interpreter, model: str, delegate: str | None) -> dict[str, Any]:
-    """The ``inspect --json`` document: model, delegate, nodes, partitions (fixed keys)."""
+    """The ``inspect --json`` document: model, delegate, nodes, partitions (fixed keys). A node:
+    index, op, backend, partition, reason, then its ``inputs`` and ``outputs`` as
+    ``{"tensor", "dtype", "shape"}`` (null for an absent optional operand; ``tensor`` is null in an
+    ExecuTorch program's portable kernel rows)."""
     keys = ("index", "op", "backend", "partition", "reason")
     return {
         "model": model,
         "delegate": delegate,
-        "nodes": [{k: row[k] for k in keys} for row in plan_rows(interpreter)],
+        "nodes": [{**{k: row[k] for k in keys}, "inputs": row["input_info"], "outputs": row["output_info"]}
+                  for row in plan_rows(interpreter)],
         "partitions": interpreter.partitions(),
     }
 

@@ -259,6 +259,11 @@ def _build(name: str, layers: Layers, input_size: int, alpha: float, num_classes
     """The float model, or the int8 one calibrated on the float model's activations."""
     if dtype not in ("float32", "int8"):
         raise ValueError(f"dtype must be 'float32' or 'int8', not {dtype!r}")
+    for what, value in (("input_size", input_size), ("num_classes", num_classes)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be positive, got {alpha!r}")
     io = io or dtype
     if io not in ("int8", "uint8", "float32") or (dtype == "float32" and io != "float32"):
         raise ValueError(f"io {io!r} does not fit a {dtype} model (float32 models have float32 edges)")

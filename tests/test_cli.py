@@ -80,30 +80,68 @@ def test_run_int8_model_with_random_inputs(capsys, tmp_path) -> None:
     assert code == 0 and "output: uint8[1,10]" in out
 
 
-@pytest.mark.parametrize("case", ["wrong-shape", "wrong-dtype", "too-many", "not-npy"])
-def test_run_rejects_bad_inputs(capsys, tmp_path, demo_path, case: str) -> None:
+BAD_INPUTS = ["wrong-shape", "wrong-dtype", "too-many", "not-npy", "npz", "float64", "pickled", "directory"]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_run_rejects_bad_inputs_before_compiling(capsys, tmp_path, demo_path, monkeypatch, case: str) -> None:
+    def no_compile(self) -> None:
+        raise AssertionError("allocate_tensors ran before the inputs were checked")
+
+    monkeypatch.setattr(teflon_py.Interpreter, "allocate_tensors", no_compile)
     good = tmp_path / "good.npy"
     np.save(good, np.zeros((1, 32, 32, 3), np.float32))
     bad = tmp_path / "bad.npy"
     if case == "wrong-shape":
         np.save(bad, np.zeros((1, 32, 32, 4), np.float32))
-        args, words = ["--input", str(bad)], ("shape [1, 32, 32, 4]", "[1, 32, 32, 3]")
+        words: tuple[str, ...] = ("shape [1, 32, 32, 4]", "[1, 32, 32, 3]")
     elif case == "wrong-dtype":
         np.save(bad, np.zeros((1, 32, 32, 3), np.int32))
-        args, words = ["--input", str(bad)], ("dtype int32", "float32")
+        words = ("dtype int32", "float32")
     elif case == "too-many":
-        args, words = ["--input", str(good), "--input", str(good)], ("1 input(s), 2 --input",)
-    else:
+        bad = good
+        words = ("1 input(s), 2 --input",)
+    elif case == "not-npy":
         bad.write_bytes(b"not numpy")
-        args, words = ["--input", str(bad)], ("cannot load",)
+        words = ("not a .npy file",)
+    elif case == "npz":
+        bad = tmp_path / "x.npz"
+        np.savez(bad, x=np.zeros((1, 32, 32, 3), np.float32))
+        words = ("x.npz", ".npz archive", "one .npy file per model input")
+    elif case == "float64":  # as set_tensor, no silent cast
+        np.save(bad, np.zeros((1, 32, 32, 3)))
+        words = ("dtype float64", "wants float32", "astype(np.float32)")
+    elif case == "pickled":
+        np.save(bad, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        words = ("Python objects",)
+    else:
+        bad = tmp_path / "folder"
+        bad.mkdir()
+        words = ("folder", "is a directory")
+    args = ["--input", str(good), "--input", str(bad)] if case == "too-many" else ["--input", str(bad)]
     code, _, err = run_cli(capsys, "run", demo_path, *args)
     assert_one_line_error(code, err, *words)
+    assert "allow_pickle" not in err and "Traceback" not in err
 
 
-def test_float64_inputs_are_cast_to_the_models_float32(capsys, tmp_path, demo_path) -> None:
-    np.save(tmp_path / "x.npy", np.zeros((1, 32, 32, 3)))
-    code, _, _ = run_cli(capsys, "run", demo_path, "--input", str(tmp_path / "x.npy"))
-    assert code == 0
+def test_set_tensor_refuses_float64_as_the_cli_does(demo_path) -> None:
+    it = teflon_py.Interpreter(model_path=demo_path)
+    it.allocate_tensors()
+    with pytest.raises(ValueError, match="FLOAT64"):
+        it.set_tensor(0, np.zeros((1, 32, 32, 3)))
+
+
+@pytest.mark.parametrize("command", ["run", "inspect", "bench"])
+def test_a_directory_is_not_a_model(capsys, tmp_path, command: str) -> None:
+    code, _, err = run_cli(capsys, command, str(tmp_path))
+    assert_one_line_error(code, err, "is a directory, not a model file")
+
+
+def test_bench_compare_litert_without_litert_fails_before_compiling(capsys, demo_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    monkeypatch.setattr(cli, "_timed_allocate", lambda *a, **k: pytest.fail("compiled before checking"))
+    code, _, err = run_cli(capsys, "bench", demo_path, "--compare", "litert")
+    assert_one_line_error(code, err, "--compare litert needs LiteRT", "pip install ai-edge-litert")
 
 
 @pytest.mark.parametrize("command", ["run", "inspect", "bench"])
@@ -146,9 +184,17 @@ def test_inspect_json_schema(capsys, demo_path, echo_backend) -> None:
     assert doc["devices"] == {} and doc["fallbacks"] == []  # the echo backend names no device
     ops = [op.name for op in teflon_py.Interpreter(model_path=demo_path).model.main.operations]
     assert [n["index"] for n in doc["nodes"]] == list(range(len(ops)))
+    graph = teflon_py.Interpreter(model_path=demo_path).model.main
     for node, op in zip(doc["nodes"], ops):
-        assert list(node) == ["index", "op", "backend", "partition", "reason"]
+        assert list(node) == ["index", "op", "backend", "partition", "reason", "inputs", "outputs"]
         assert node["op"] == op
+        operation = graph.operations[node["index"]]
+        for key, indices in (("inputs", operation.inputs), ("outputs", operation.outputs)):
+            assert [d and d["tensor"] for d in node[key]] == [i if i >= 0 else None for i in indices]
+            for d in node[key]:
+                if d is not None:
+                    t = graph.tensors[d["tensor"]]
+                    assert d["dtype"] == t.dtype.name and d["shape"] == list(t.shape)
         if op in ("CONV_2D", "ADD"):
             assert node["backend"] == "echo" and isinstance(node["partition"], int) and node["reason"] is None
         else:
@@ -226,6 +272,20 @@ def test_zoo_writes_models_litert_runs(capsys, tmp_path, args: list[str]) -> Non
         :len(ours.get_tensor_details())]
 
 
+@pytest.mark.parametrize("flag,value", [("--size", "0"), ("--size", "-3"), ("--classes", "0"), ("--alpha", "0")])
+def test_zoo_refuses_sizes_that_make_no_model(capsys, tmp_path, flag: str, value: str) -> None:
+    out = tmp_path / "m.tflite"
+    code, _, err = run_cli(capsys, "zoo", "mobilenet_v1", str(out), flag, value)
+    assert_one_line_error(code, err, flag)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kwargs", [{"input_size": 0}, {"num_classes": 0}, {"alpha": 0.0}, {"input_size": 2.5}])
+def test_zoo_builders_refuse_sizes_that_make_no_model(kwargs) -> None:
+    with pytest.raises(ValueError, match="must be a positive|must be positive"):
+        zoo.mobilenet_v1(**kwargs)
+
+
 def test_zoo_rejects_bad_options(capsys, tmp_path) -> None:
     code, _, err = run_cli(capsys, "zoo", "demo", str(tmp_path / "m.tflite"), "--alpha", "2")
     assert_one_line_error(code, err, "--alpha")
@@ -275,7 +335,10 @@ def test_inspect_json_of_a_program(capsys, device) -> None:
     assert [n["op"] for n in doc["nodes"]] == ["XNNStaticTranspose", "XNNConv2d", "XNNStaticTranspose",
                                                "aten::mean.out", "aten::native_layer_norm.out", "XNNFullyConnected"]
     for node in doc["nodes"]:
-        assert list(node) == ["index", "op", "backend", "partition", "reason"]
+        assert list(node) == ["index", "op", "backend", "partition", "reason", "inputs", "outputs"]
+        assert node["outputs"][0]["dtype"] == "float32" and all(n > 0 for n in node["outputs"][0]["shape"])
+        assert all(isinstance(d["dtype"], str) and all(isinstance(n, int) for n in d["shape"])
+                   for d in node["inputs"] + node["outputs"] if d is not None)
         portable = node["op"].startswith("aten::")
         assert node["backend"] == ("numpy" if portable else "opencl")
         assert (node["reason"] == "portable operator") == portable

@@ -13,7 +13,7 @@ from teflon_py.delegate import Delegate
 from teflon_py.executor import Fallback
 from teflon_py.executorch.program import KernelCall
 from teflon_py.executorch.runtime import Method, Runtime, _DelegateStep
-from teflon_py.plan_report import describe_tensor
+from teflon_py.plan_report import describe_tensor, tensor_info
 
 
 def _describe(t: Any) -> str:
@@ -77,9 +77,12 @@ class ProgramInterpreter:
         for step in self.method.steps:
             if isinstance(step, KernelCall):
                 values = self.method.plan.values
-                tensors = [_describe(values[a].value) for a in step.args if values[a].kind == "Tensor"]
+                args = [values[a].value for a in step.args if values[a].kind == "Tensor"]
+                tensors = [_describe(t) for t in args]
+                info = [{"tensor": None, "dtype": t.dtype.name, "shape": [int(d) for d in t.sizes]} for t in args]
                 rows.append({"index": len(rows), "op": step.name, "inputs": tensors[:-1], "outputs": tensors[-1:],
-                             "backend": "numpy", "partition": None, "reason": "portable operator"})
+                             "backend": "numpy", "partition": None, "reason": "portable operator",
+                             "input_info": info[:-1], "output_info": info[-1:]})
                 continue
             rows.extend(self._delegate_rows(step, len(rows)))
         return rows
@@ -100,6 +103,8 @@ class ProgramInterpreter:
             parts = {placements[i].partition for i in ops_of}
             reasons = sorted({placements[i].reason for i in ops_of if placements[i].reason})
             graph = dg.graph
+            first_op = graph.operations[ops_of[0]] if ops_of else None
+            last_op = graph.operations[ops_of[-1]] if ops_of else None
             row = {"index": first + len(rows), "op": node.type,
                    "inputs": [describe_tensor(graph, i) for i in graph.operations[ops_of[0]].inputs] if ops_of else [],
                    "outputs": [describe_tensor(graph, i) for i in graph.operations[ops_of[-1]].outputs]
@@ -107,7 +112,9 @@ class ProgramInterpreter:
                    "backend": backends.pop() if len(backends) == 1 else ("mixed" if backends else "none"),
                    "partition": None, "reason": "; ".join(reasons) or None,
                    "delegate_call": step.call.delegate,
-                   "ops": [dg.graph.operations[i].name for i in ops_of]}
+                   "ops": [dg.graph.operations[i].name for i in ops_of],
+                   "input_info": [tensor_info(graph, i) for i in first_op.inputs] if first_op else [],
+                   "output_info": [tensor_info(graph, i) for i in last_op.outputs] if last_op else []}
             if len(parts) == 1 and None not in parts:
                 row["partition"] = base + parts.pop()
                 self._partitions[row["partition"]]["nodes"].append(row["index"])

@@ -39,6 +39,7 @@ from typing import Any
 from teflon_py.errors import BackendError
 from teflon_py.opencl.caps import Caps
 from teflon_py.opencl.runtime import probe
+from teflon_py.opencl.runtime.compiler_output import captured
 from teflon_py.opencl.runtime.device import DeviceContext
 
 ENV = "TEFLON_CACHE_DIR"
@@ -199,7 +200,8 @@ class ProgramCache:
         if ok:
             cl = _cl()
             try:
-                program = cl.Program(self.dc.context, [self.dc.device], [payload]).build(options=options)
+                with captured():
+                    program = cl.Program(self.dc.context, [self.dc.device], [payload]).build(options=options)
                 self._count("disk")
                 return program
             except cl.Error:
@@ -211,7 +213,8 @@ class ProgramCache:
     def _compile(self, source: str, options: str, label: str) -> Any:
         cl = _cl()
         try:
-            return cl.Program(self.dc.context, source).build(options=options, devices=[self.dc.device])
+            with captured():
+                return cl.Program(self.dc.context, source).build(options=options, devices=[self.dc.device])
         except cl.Error as e:
             log = str(e)
             hint = ""
