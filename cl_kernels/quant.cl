@@ -14,13 +14,13 @@
 // 1.5 * 2^23 leaves the rounded integer in the mantissa), plus the zero point. The C twin of
 // teflon_py.quant.requantize_float32.
 inline i16v q_requantize_float16(i16v acc, f16v scale, int zp, int lo, int hi) {
-  f16v y = __builtin_convertvector(acc, f16v) * scale;
+  f16v y = CVT_F16(acc) * scale;
   const f16v ylo = (f16v)((float)(lo - zp)), yhi = (f16v)((float)(hi - zp));
   y = y < ylo ? ylo : y;
   y = y > yhi ? yhi : y;
   const f16v magic = (f16v)(12582912.0f);
   const f16v r = (y + magic) - magic;
-  return __builtin_convertvector(r, i16v) + zp;
+  return CVT_I16(r) + zp;
 }
 
 #define Q_INT32_MIN (-2147483647 - 1)
@@ -92,14 +92,13 @@ inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
 // equals the double rounding): |acc| is normalised to [2^31, 2^32) by shifts (n = its clz), the
 // top bits G of |acc| * M come from two 32x32 -> 64-bit products, and one rounding add and shift
 // give |y|. Exact for every int32 acc while |lo - zp|, |hi - zp| < 2^19.
-typedef ulong ul16v __attribute__((ext_vector_type(16)));
 inline i16v q_requantize_exact16(i16v acc, i16v mh, i16v ml, i16v sk, int zp, int lo, int hi) {
-  u16v u = (u16v)(0u) - __builtin_astype(acc, u16v);
-  u = acc < 0 ? u : __builtin_astype(acc, u16v);  // |acc|, 2^31 for INT32_MIN
+  u16v u = (u16v)(0u) - AS_U16(acc);
+  u = acc < 0 ? u : AS_U16(acc);  // |acc|, 2^31 for INT32_MIN
   i16v n = (i16v)(0);
 #define Q_NORMALISE(bits, below)                                                                   \
   {                                                                                                \
-    const i16v c = __builtin_astype(u <= (u16v)(below), i16v);                                     \
+    const i16v c = AS_I16(u <= (u16v)(below));                                     \
     n += c & (i16v)(bits);                                                                         \
     u = c ? u << (bits) : u;                                                                       \
   }
@@ -109,15 +108,15 @@ inline i16v q_requantize_exact16(i16v acc, i16v mh, i16v ml, i16v sk, int zp, in
   Q_NORMALISE(2, 0x3FFFFFFFu)
   Q_NORMALISE(1, 0x7FFFFFFFu)
 #undef Q_NORMALISE
-  const ul16v a = __builtin_convertvector(u, ul16v);
-  const ul16v g = ((a * __builtin_convertvector(__builtin_astype(mh, u16v), ul16v)) << 2) +
-                  ((a * __builtin_convertvector(__builtin_astype(ml, u16v), ul16v)) >> 30);
+  const ul16v a = CVT_UL16(u);
+  const ul16v g = ((a * CVT_UL16(AS_U16(mh))) << 2) +
+                  ((a * CVT_UL16(AS_U16(ml))) >> 30);
   i16v sh = sk + n;
   sh = sh > 63 ? (i16v)(63) : sh;
-  const ul16v shw = __builtin_convertvector(__builtin_astype(sh, u16v), ul16v);
+  const ul16v shw = CVT_UL16(AS_U16(sh));
   ul16v m = (g + ((ul16v)(1ul) << (shw - 1ul)) + (g >> 54) + 1ul) >> shw;
   m = m > (ul16v)(1ul << 24) ? (ul16v)(1ul << 24) : m;
-  const i16v mag = __builtin_convertvector(m, i16v);
+  const i16v mag = CVT_I16(m);
   i16v y = (acc < 0 ? -mag : mag) + zp;
   y = y < lo ? (i16v)(lo) : y;
   return y > hi ? (i16v)(hi) : y;

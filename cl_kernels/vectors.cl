@@ -20,6 +20,9 @@
 // STORE16_BYTES(p, v)          the low bytes of int16 v, at a byte pointer
 // LOAD_QUAD(p)                 4 bytes at a byte pointer (any alignment), as an int, byte 0 lowest
 // PREFETCH(p)                  a hint that the 64-byte line at p is read soon
+// CVT_F16 / CVT_I16 / CVT_UL16(v)  a 16-lane vector converted to float / int / ulong lanes (C's
+//                              conversions: float to int truncates)
+// AS_U16 / AS_I16(v)           a 16-lane 32-bit vector's bits as uint / int lanes
 
 #define VEC_CAT_(a, b) a##b
 #define VEC_CAT(a, b) VEC_CAT_(a, b)
@@ -43,6 +46,12 @@ typedef int int_u1 __attribute__((aligned(1)));
 #define STORE16_BYTES(p, v) (*(__global uchar_16u*)(p) = __builtin_convertvector((v), uchar16))
 #define LOAD_QUAD(p) (*(const __global int_u1*)(p))
 #define PREFETCH(p) __builtin_prefetch(p)
+typedef ulong ul16v __attribute__((ext_vector_type(16)));
+#define CVT_F16(v) __builtin_convertvector((v), f16v)
+#define CVT_I16(v) __builtin_convertvector((v), i16v)
+#define CVT_UL16(v) __builtin_convertvector((v), ul16v)
+#define AS_U16(v) __builtin_astype((v), u16v)
+#define AS_I16(v) __builtin_astype((v), i16v)
 #else
 typedef int16 i16v;
 typedef uint16 u16v;
@@ -57,4 +66,10 @@ typedef float16 f16u;  // an unaligned vector is only ever a value: memory goes 
 #define STORE16_BYTES(p, v) vstore16(convert_uchar16((v) & 0xFF), 0, (__global uchar*)(p))
 #define LOAD_QUAD(p) as_int(vload4(0, (const __global uchar*)(p)))
 #define PREFETCH(p)  // OpenCL's prefetch() is a hint too, and SIMD-lane devices gain nothing by it
+typedef ulong16 ul16v;
+#define CVT_F16(v) convert_float16(v)
+#define CVT_I16(v) convert_int16(v)
+#define CVT_UL16(v) convert_ulong16(v)
+#define AS_U16(v) as_uint16(v)
+#define AS_I16(v) as_int16(v)
 #endif

@@ -76,3 +76,63 @@ def test_standard_rendering_int8_conv_loop(rendering) -> None:
     rendering("standard")
     it = check_model(_two_convs(), "opencl")
     assert _compiled_variants(it) == [("qconv", "standard")]
+
+
+CLANG_ONLY = ("__builtin_", "ext_vector_type", "aligned(1)", "_Pragma(\"clang")
+
+
+def _standard_lines(source: str) -> list[tuple[int, str]]:
+    """The lines of an OpenCL source that a compiler sees without TEFLON_CLANG_VECTORS: a small
+    preprocessor over #if/#ifdef/#elif/#else/#endif, where a branch whose condition requires the
+    macro (``#ifdef TEFLON_CLANG_VECTORS``, ``defined(TEFLON_CLANG_VECTORS) && ...``) is dead, and
+    so is one on a macro defined only in dead code (qconv.cl's QCONV_VNNI)."""
+    stack: list[list[bool]] = []  # per open #if: [this branch live, an earlier branch was live]
+    clang_macros = {"TEFLON_CLANG_VECTORS"}
+
+    def requires_clang(cond: str) -> bool:
+        cond = cond.strip()
+        if "||" in cond:
+            return False
+        terms = [t.strip() for t in cond.split("&&")]  # a conjunction: one required term suffices
+        return any(t in clang_macros or t in {f"defined({m})" for m in clang_macros} for t in terms)
+
+    live_lines = []
+    for number, line in enumerate(source.splitlines(), 1):
+        text = line.strip()
+        head = text.split(None, 1)
+        word, rest = (head[0], head[1] if len(head) > 1 else "") if head else ("", "")
+        if word in ("#if", "#ifdef"):
+            stack.append([not requires_clang(rest), False])
+        elif word == "#ifndef":
+            stack.append([True, False])
+        elif word == "#elif":
+            stack[-1] = [not requires_clang(rest), True]
+        elif word == "#else":
+            stack[-1] = [True, True]
+        elif word == "#endif":
+            stack.pop()
+        elif word == "#define" and not all(live for live, _ in stack):
+            clang_macros.add(rest.split()[0].split("(")[0])
+        elif all(live for live, _ in stack) and not text.startswith("//"):
+            live_lines.append((number, line.split("//")[0]))
+    return live_lines
+
+
+def test_standard_rendering_has_no_clang_only_constructs() -> None:
+    """Issue 11's rule: clang builtins, non-standard vector typedefs and alignment attributes only
+    behind TEFLON_CLANG_VECTORS, so a non-clang OpenCL compiler (a GPU vendor's) takes the rest."""
+    from importlib.resources import files
+
+    found = []
+    for source in sorted(files("teflon_py.cl_kernels").iterdir(), key=lambda p: p.name):
+        if not source.name.endswith(".cl"):
+            continue
+        for number, code in _standard_lines(source.read_text()):
+            found += [f"{source.name}:{number}: {code.strip()}" for c in CLANG_ONLY if c in code]
+    assert not found, "\n".join(found)
+
+
+def test_scanner_sees_through_the_guards() -> None:
+    src = ("#ifdef TEFLON_CLANG_VECTORS\nA __builtin_x\n#else\nB\n#endif\n"
+           "#if defined(W8) && defined(TEFLON_CLANG_VECTORS)\nC\n#elif defined(X)\nD __builtin_y\n#endif\n")
+    assert [c.strip() for _, c in _standard_lines(src)] == ["B", "D __builtin_y"]
