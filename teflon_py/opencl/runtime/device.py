@@ -76,6 +76,10 @@ def list_devices() -> list[dict[str, Any]]:
             "driver": dev.driver_version.strip(),
             "compute_units": dev.max_compute_units,
             "global_mem_bytes": dev.global_mem_size,
+            "max_alloc_bytes": dev.max_mem_alloc_size,
+            "base_align_bytes": max(1, dev.mem_base_addr_align // 8),
+            "max_work_group_size": dev.max_work_group_size,
+            "host_unified_memory": bool(dev.host_unified_memory),
             "llvm_cpu_patch": pocl_target.applied() if "pocl" in dev.platform.vendor.lower() else None,
         }
         for p_i, d_i, dev in _all_devices()
