@@ -25,6 +25,8 @@ class Caps:
     max_work_group_size: int = 4096
     local_mem_size: int = 32768
     image_support: bool = False
+    #: the largest buffer the device allocates (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``, or the lower
+    #: ``TEFLON_CL_MAX_ALLOC``): a tensor bigger than this stays on NumPy
     max_alloc: int = 1 << 31
     extensions: frozenset[str] = frozenset()
     #: the kernel compiler targets AVX-512 VNNI (PoCL on such a CPU): int8 convolutions compile
@@ -45,7 +47,7 @@ class Caps:
         """The capabilities of a ``pyopencl.Device``."""
         import pyopencl as cl
 
-        from teflon_py.opencl.runtime.device import device_kind
+        from teflon_py.opencl.runtime.device import device_kind, max_alloc
 
         ext = frozenset(dev.extensions.split())
         fp32 = int(dev.single_fp_config)
@@ -61,7 +63,7 @@ class Caps:
             max_work_group_size=int(dev.max_work_group_size),
             local_mem_size=int(dev.local_mem_size),
             image_support=bool(dev.image_support),
-            max_alloc=int(dev.max_mem_alloc_size),
+            max_alloc=max_alloc(dev),
             extensions=ext,
             vnni=_takes_clang_vectors(dev) and _compiles_vnni(dev),
             fp32_correct_divide=bool(fp32 & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),

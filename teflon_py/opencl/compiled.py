@@ -375,18 +375,27 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
                 st.first = step if st.first < 0 else st.first
                 st.last = step
     arena_roots = [r for r, st in storage.items() if st.kind == "arena"]
-    arena = Arena(dc, [Lifetime(storage[r].nbytes, storage[r].first, storage[r].last) for r in arena_roots])
+    arena = Arena(dc, [Lifetime(storage[r].nbytes, storage[r].first, storage[r].last) for r in arena_roots],
+                  [_describe(b, r) for r in arena_roots])
     for r, view in zip(arena_roots, arena.views):
         storage[r].buffer = view
     launches, keep = _make_kernels(dc, cache, b, storage)
     ll = LaunchList(dc, launches, inputs, outputs, keep=[arena, *keep], after_first_run=cache.commit)
     ll.run([np.zeros(t.shape, t.dtype) for t in inputs])  # JIT now, commit binaries, fail early
-    stats = {**b.params.describe(), "launches": len(launches), "arena_bytes": arena.plan.size, "folded": sorted(b.plan.skip),
+    stats = {**b.params.describe(), "launches": len(launches), "arena_bytes": arena.plan.size,
+             "arena_buffers": len(arena.buffers), "io": ll.io, "folded": sorted(b.plan.skip),
              "aliases": len(b.aliases),
              "variants": sorted({(la.info["kernel"], la.info["variant"]) for la in launches if "variant" in la.info}),
              "lowerings": sorted({(graph.operations[i].name, lowering_for(graph, graph.operations[i]).kind)
                                   for i in b.nodes})}
     return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
+
+
+def _describe(b: Builder, r: Ref) -> str:
+    """An arena tensor as a BackendError names it."""
+    if isinstance(r, Scratch):
+        return "a kernel's scratch buffer"
+    return f"intermediate {b.graph.tensors[r].describe()}"
 
 
 @dataclass
@@ -402,7 +411,7 @@ def _new_storage(dc: DeviceContext, b: Builder, r: Ref) -> Storage:
     t = b.graph.tensors[r]
     if t.is_constant:
         data = np.asarray(t.data, np.float32) if t.dtype.kind == "f" else np.asarray(t.data)  # bool/int keep their bytes
-        return Storage("const", buffer=constant_buffer(dc, data))
+        return Storage("const", buffer=constant_buffer(dc, data, f"constant {t.describe()}"))
     return Storage("arena", nbytes=b.nbytes(r))
 
 
@@ -425,7 +434,9 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
             if arg == "zeros":
                 value = zeros_buffer(dc, spec.zeros)
             elif arg in spec.constants:
-                value = constant_buffer(dc, spec.constants[arg])
+                op = b.graph.operations[la.op] if la.op >= 0 else None
+                value = constant_buffer(dc, spec.constants[arg],
+                                        f"{op.describe() if op is not None else spec.name}'s packed {arg}")
                 moved += spec.constants[arg].nbytes
             elif arg in spec.scalars:
                 value = spec.scalars[arg]

@@ -185,8 +185,9 @@ def lowering_for(graph: ir.Graph, op: ir.Operation) -> Lowering | None:
     return LOWERINGS.get(op.name, {}).get(op_kind(graph, op))
 
 
-def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering) -> str | None:
-    """The conditions every lowering shares: float32 operands, constants, static shapes, rank."""
+def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering, caps: Any = None) -> str | None:
+    """The conditions every lowering shares: float32 operands, constants, static shapes, rank,
+    and no tensor larger than the device's largest buffer (``caps.max_alloc``)."""
     for k, t in enumerate(graph.input_tensors(op)):
         if t is None:
             continue
@@ -203,6 +204,21 @@ def _common_reason(graph: ir.Graph, op: ir.Operation, low: Lowering) -> str | No
         reason = _tensor_reason(t, low)
         if reason:
             return reason
+    return _alloc_reason(graph, op, caps)
+
+
+def _alloc_reason(graph: ir.Graph, op: ir.Operation, caps: Any) -> str | None:
+    """Why one of ``op``'s tensors cannot be a buffer on the device: every tensor is one (a graph
+    input or output, a constant, an arena sub-buffer), none may pass ``caps.max_alloc``."""
+    limit = getattr(caps, "max_alloc", None)
+    if limit is None:
+        return None
+    for t in (*graph.input_tensors(op), *graph.output_tensors(op)):
+        if t is not None:
+            nbytes = int(np.prod(t.shape, dtype=np.int64)) * t.dtype.itemsize
+            if nbytes > limit:
+                return (f"{t.describe()} is {nbytes} bytes, more than the largest buffer the OpenCL device "
+                        f"{caps.name} allocates ({limit} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
     return None
 
 
@@ -224,7 +240,7 @@ def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
     low = lowering_for(graph, op)
     if low is None:
         return Verdict.no(f"{op.name}: {op_kind(graph, op)} tensors not supported on OpenCL yet")
-    reason = _common_reason(graph, op, low)
+    reason = _common_reason(graph, op, low, caps)
     if reason is None and low.check is not None:
         try:
             reason = low.check(op.attrs, OpTensors.of(graph, op), caps)

@@ -3,6 +3,11 @@
 Choice: the explicit ``device`` option, else ``TEFLON_CL_DEVICE``, else the first GPU, else the
 first CPU device (PoCL). A spec is ``"P:D"`` (platform and device indices, as ``devices`` lists
 them) or a case-insensitive substring of the device name, platform name or vendor ("pocl").
+
+Device limits the runtime honours (``DeviceContext``): ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` (no buffer
+larger; ``TEFLON_CL_MAX_ALLOC`` lowers it, to exercise the split arena and the refusals on a
+roomy device), ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (sub-buffer offsets), and how graph inputs and
+outputs reach the device (``io_mode``; ``TEFLON_CL_IO`` forces one of ``IO_MODES``).
 """
 from __future__ import annotations
 
@@ -15,6 +20,13 @@ from teflon_py.errors import BackendError
 from teflon_py.opencl.runtime import pocl_target
 
 ENV = "TEFLON_CL_DEVICE"
+MAX_ALLOC_ENV = "TEFLON_CL_MAX_ALLOC"
+IO_ENV = "TEFLON_CL_IO"
+#: how a launch list binds graph inputs and outputs: "host_ptr" wraps the caller's arrays as
+#: USE_HOST_PTR buffers (zero copy where device buffers are host memory: PoCL's CPU device);
+#: "map" maps ALLOC_HOST_PTR buffers made once (unified-memory GPUs: the host writes the memory
+#: the kernels read, no transfer); "copy" enqueues copies to and from device buffers (discrete GPUs)
+IO_MODES = ("host_ptr", "map", "copy")
 
 _lock = threading.Lock()
 _contexts: dict[Any, DeviceContext] = {}
@@ -64,6 +76,10 @@ def list_devices() -> list[dict[str, Any]]:
             "driver": dev.driver_version.strip(),
             "compute_units": dev.max_compute_units,
             "global_mem_bytes": dev.global_mem_size,
+            "max_alloc_bytes": dev.max_mem_alloc_size,
+            "base_align_bytes": max(1, dev.mem_base_addr_align // 8),
+            "max_work_group_size": dev.max_work_group_size,
+            "host_unified_memory": bool(dev.host_unified_memory),
             "llvm_cpu_patch": pocl_target.applied() if "pocl" in dev.platform.vendor.lower() else None,
         }
         for p_i, d_i, dev in _all_devices()
@@ -76,6 +92,23 @@ def index_of(dev: Any) -> str:
         if other.int_ptr == dev.int_ptr:
             return f"{p_i}:{d_i}"
     raise BackendError(f"OpenCL device {dev.name.strip()!r} is not among the platforms' devices")
+
+
+def max_alloc(dev: Any) -> int:
+    """The largest buffer ``dev`` allocates: ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``, or less where
+    ``TEFLON_CL_MAX_ALLOC`` (bytes; a ``k``/``M``/``G`` suffix multiplies by 1024s) says so."""
+    limit = int(dev.max_mem_alloc_size)
+    text = os.environ.get(MAX_ALLOC_ENV, "").strip()
+    if not text:
+        return limit
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1].lower(), 1)
+    try:
+        forced = int(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise BackendError(f"{MAX_ALLOC_ENV} must be a byte count (e.g. 65536 or 64k), got {text!r}") from None
+    if forced <= 0:
+        raise BackendError(f"{MAX_ALLOC_ENV} must be positive, got {text!r}")
+    return min(limit, forced)
 
 
 def device_kind(dev: Any) -> str:
@@ -147,12 +180,45 @@ class DeviceContext:
     @property
     def zero_copy(self) -> bool:
         """Whether ``USE_HOST_PTR`` buffers are the host memory itself (PoCL's CPU device)."""
-        return self.is_cpu and bool(self.device.host_unified_memory)
+        return self.is_cpu and self.host_unified
+
+    @property
+    def is_gpu(self) -> bool:
+        return bool(self.device.type & _cl().device_type.GPU)
+
+    @property
+    def host_unified(self) -> bool:
+        """``CL_DEVICE_HOST_UNIFIED_MEMORY``: the device and the host share one memory."""
+        return bool(self.device.host_unified_memory)
+
+    @property
+    def io_mode(self) -> str:
+        """How graph inputs and outputs are bound (one of ``IO_MODES``): ``TEFLON_CL_IO`` if set,
+        else "host_ptr" where buffers are host memory, "map" on a GPU that shares host memory
+        (``CL_DEVICE_HOST_UNIFIED_MEMORY``), else "copy"."""
+        forced = os.environ.get(IO_ENV, "").strip().lower()
+        if forced:
+            if forced not in IO_MODES:
+                raise BackendError(f"{IO_ENV} must be one of {', '.join(IO_MODES)}, got {forced!r}")
+            return forced
+        if self.zero_copy:
+            return "host_ptr"
+        if self.is_gpu and self.host_unified:
+            return "map"
+        return "copy"
+
+    @property
+    def max_alloc(self) -> int:
+        """The largest buffer this device allocates (``max_alloc``: the device's limit, or
+        ``TEFLON_CL_MAX_ALLOC``'s lower one)."""
+        return max_alloc(self.device)
 
     @property
     def base_align(self) -> int:
-        """Byte alignment a sub-buffer's offset needs (``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` is bits)."""
-        return max(1, self.device.mem_base_addr_align // 8)
+        """Byte alignment a sub-buffer's offset needs: ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` is in
+        BITS (1024 on PoCL: 128 bytes; 4096 bits on many GPUs), rounded up to a power of two."""
+        nbytes = max(1, -(-int(self.device.mem_base_addr_align) // 8))
+        return 1 << (nbytes - 1).bit_length()
 
     def identity(self) -> str:
         """What a compiled binary depends on: device name, platform and driver versions."""
