@@ -248,7 +248,13 @@ def test_local_sizes_are_checked_against_the_kernel(dc) -> None:
     (y,), _ = kernels.single_launch_list(dc, cache, grouped, x.shape).run([x])
     assert np.array_equal(y, ref)
     limit = int(dc.device.max_work_group_size)
-    too_big = dataclasses.replace(spec, global_size=(2 * limit, *rest), local_size=(2 * limit, *ones))
+    # an even work-group past the kernel's limit is halved until it fits (and still divides)
+    halved = dataclasses.replace(spec, global_size=(2 * limit, *rest), local_size=(2 * limit, *ones))
+    fitted = kernels.single_launch_list(dc, cache, halved, x.shape).launches[0].local_size
+    assert fitted[0] <= limit and (2 * limit) % fitted[0] == 0 and fitted[1:] == ones
+    # one that cannot be halved into the limit is refused, naming the limit
+    odd = 2 * limit + 1
+    too_big = dataclasses.replace(spec, global_size=(odd, *rest), local_size=(odd, *ones))
     with pytest.raises(BackendError, match="CL_KERNEL_WORK_GROUP_SIZE"):
         kernels.single_launch_list(dc, cache, too_big, x.shape)
     ragged = dataclasses.replace(spec, global_size=(g0 + 1, *rest), local_size=(g0, *ones))

@@ -84,6 +84,32 @@ def check_alloc(dc: DeviceContext, nbytes: int, what: str) -> None:
                            f"device {dc.name} allocates ({dc.max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
 
 
+def _work_group_limit(dc: DeviceContext, kernel: Any) -> int:
+    cl = _cl()
+    return min(int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dc.device)),
+               int(dc.device.max_work_group_size))
+
+
+def fit_local_size(dc: DeviceContext, kernel: Any,
+                   local_size: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """``local_size`` halved (its largest even dimension first) until the compiled ``kernel``
+    takes it: a driver may allow a register-heavy kernel fewer work-items than the device's
+    maximum (llvmpipe: 32 for the GPU-style conv, 1024 for small kernels), which is only known
+    once the kernel exists. No kernel in ``cl_kernels`` uses local memory or local ids, so any
+    work-group that divides the global size computes the same; a halved one still divides it."""
+    if local_size is None or all(n == 1 for n in local_size):
+        return local_size
+    limit = _work_group_limit(dc, kernel)
+    sizes = list(local_size)
+    while int(np.prod(sizes)) > limit:
+        even = [d for d, n in enumerate(sizes) if n % 2 == 0]
+        if not even:
+            break  # check_local_size names what does not fit
+        d = max(even, key=lambda k: sizes[k])
+        sizes[d] //= 2
+    return tuple(sizes)
+
+
 def check_local_size(dc: DeviceContext, kernel: Any, global_size: Sequence[int],
                      local_size: Sequence[int] | None, name: str = "") -> None:
     """BackendError unless ``local_size`` fits ``kernel`` on the device: its product at most
@@ -91,10 +117,8 @@ def check_local_size(dc: DeviceContext, kernel: Any, global_size: Sequence[int],
     ``CL_DEVICE_MAX_WORK_ITEM_SIZES``, and dividing the global size (OpenCL 1.2's uniform groups)."""
     if local_size is None or all(n == 1 for n in local_size):
         return  # one work-item per group: every device and kernel takes it
-    cl = _cl()
     dev = dc.device
-    limit = min(int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)),
-                int(dev.max_work_group_size))
+    limit = _work_group_limit(dc, kernel)
     items = list(dev.max_work_item_sizes)
     what = f"kernel {name or kernel.function_name} on {dc.name}"
     if len(local_size) != len(global_size):
@@ -178,6 +202,7 @@ class LaunchList:
             raise ValueError(f"io must be one of {IO_MODES}, got {io!r}")
         self.io = io
         for la in self.launches:
+            la.local_size = fit_local_size(dc, la.kernel, la.local_size)
             check_local_size(dc, la.kernel, la.global_size, la.local_size, la.name)
         cl = _cl()
         for k, t in enumerate(self.inputs + self.outputs):
