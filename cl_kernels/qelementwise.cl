@@ -66,10 +66,46 @@ __kernel void qlut(__global const uchar* restrict X, __global uchar* restrict O,
 }
 
 // QUANTIZE float32 -> 8-bit, per tensor or per channel (channel c = (i / inner) % channels):
-// TFLite's AffineQuantize, round(x / scale) + zero point with halves away from zero, saturated.
-// The float32 quotient is correctly rounded: the program is built with
-// -cl-fp32-correctly-rounded-divide-sqrt, which the check asks the device for (no fp64 needed).
-#define QUOTIENT(x, s) ((x) / (s))
+// TFLite's AffineQuantize, round(x / scale) + zero point with halves away from zero, saturated,
+// where x / scale is the correctly rounded float32 quotient. OpenCL only promises 2.5 ulp for a
+// float32 division (rusticl: no CORRECTLY_ROUNDED_DIVIDE_SQRT, no fp64), so the quotient q is
+// taken as is only when every float within 4 ulps of it rounds to the same integer; near a
+// half-integer the correctly rounded quotient is found among those 9 floats as the one whose
+// residual x - c * scale (exact through fma: a 24-bit multiple of ulp(c) * ulp(scale) for c
+// within an ulp of the quotient) is least; a binary quotient is never exactly a midpoint, so
+// there is no tie. Plain arithmetic on the common path (PoCL 3.0 does not inline fma / fabs).
+// Q_DIVIDE_SKEW (tests only) moves the first quotient that many ulps, as a sloppy divider would.
+#ifndef Q_DIVIDE_SKEW
+#define Q_DIVIDE_SKEW 0
+#endif
+
+inline int q_round_away(float v) {
+  v = v > 1073741824.0f ? 1073741824.0f : (v < -1073741824.0f ? -1073741824.0f : v);
+  const int t = (int)v;  // truncates toward zero
+  const float f = v - (float)t;
+  return t + (f >= 0.5f ? 1 : 0) - (f <= -0.5f ? 1 : 0);
+}
+
+// q (finite, nonzero) moved k ulps away from zero (toward zero for k < 0)
+inline float q_ulps(float q, int k) { return as_float(as_int(q) + k); }
+
+inline int q_quantize_round(float x, float s) {
+  float q = x / s;
+  if (q == 0.0f || q - q != 0.0f) return q_round_away(q);  // zero, inf or NaN: nothing to refine
+  q = q_ulps(q, Q_DIVIDE_SKEW);
+  const int lo = q_round_away(q_ulps(q, -4)), hi = q_round_away(q_ulps(q, 4));
+  if (lo == hi) return lo;
+  float best = q, least = fabs(fma(-q, s, x));
+  for (int k = -4; k <= 4; k++) {
+    const float c = q_ulps(q, k);
+    const float r = fabs(fma(-c, s, x));
+    if (r < least) {
+      best = c;
+      least = r;
+    }
+  }
+  return q_round_away(best);
+}
 
 __kernel void qquantize(__global const float* restrict X, __global uchar* restrict O,
                         __global const float* restrict scale, __global const int* restrict zp,
@@ -79,11 +115,7 @@ __kernel void qquantize(__global const float* restrict X, __global uchar* restri
   const int c1 = c0 + chunk < n ? c0 + chunk : n;
   for (int i = c0; i < c1; i++) {
     const int c = (i / inner) % channels;
-    float v = QUOTIENT(X[i], scale[c]);
-    v = v > 1073741824.0f ? 1073741824.0f : (v < -1073741824.0f ? -1073741824.0f : v);
-    const int t = (int)v;  // truncates toward zero
-    const float f = v - (float)t;
-    int q = t + (f >= 0.5f ? 1 : 0) - (f <= -0.5f ? 1 : 0) + zp[c];
+    int q = q_quantize_round(X[i], scale[c]) + zp[c];
     q = q < qmin ? qmin : (q > qmax ? qmax : q);
     O[i] = (uchar)q;
   }

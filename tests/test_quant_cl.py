@@ -157,3 +157,52 @@ def test_requantize_exact(cl_run, zero_point: int, lo: int, hi: int) -> None:
     (got,) = cl_run("t_requantize_exact16", acc, mh.astype(np.uint32).view(np.int32), ml.astype(np.uint32).view(np.int32),
                     sk, params, per_item=16)
     np.testing.assert_array_equal(got, quant.requantize_scaled(acc, scale, zero_point, lo, hi, np.int64))
+
+
+@pytest.mark.parametrize("skew", [0, -2, 3])
+def test_quantize_finds_the_correctly_rounded_quotient(skew: int) -> None:
+    """qquantize's rounding is TFLite's (round(fl32(x / scale)), halves away from zero) even from
+    a quotient a few ulps off, as a device without correctly rounded division gives (``skew``
+    moves it that many ulps): inputs sit on and within a few ulps of half-integer quotients."""
+    import pyopencl as cl
+
+    from teflon_py.opencl.runtime import device, programs
+
+    try:
+        dc = device.get_context()
+    except BackendError as e:
+        pytest.skip(f"no OpenCL device: {e}")
+    program = programs.program_cache(dc).build(("quant.cl", "qelementwise.cl"), {"Q_DIVIDE_SKEW": skew})
+    rng = np.random.default_rng(skew + 10)
+    x, scales = [], []
+    for s in (0.05, 0.125, 0.03, 0.0071, 1.7, 3e-5):
+        s = np.float32(s)
+        half = (rng.integers(-100, 100, 400) + np.float32(0.5)).astype(np.float32) * s  # near ties
+        for k in range(-3, 4):
+            x.append(np.nextafter(half, np.float32(np.inf) if k > 0 else np.float32(-np.inf)) if k else half)
+            for _ in range(abs(k) - 1):
+                x[-1] = np.nextafter(x[-1], np.float32(np.inf) if k > 0 else np.float32(-np.inf))
+            scales.append(np.full(half.size, s, np.float32))
+        x.append((rng.standard_normal(400) * 90 * s).astype(np.float32))
+        scales.append(np.full(400, s, np.float32))
+    x = np.concatenate(x).astype(np.float32)
+    scale = np.concatenate(scales).astype(np.float32)
+    quotient = (x / scale).astype(np.float32)  # NumPy's float32 division is correctly rounded
+    expected = np.clip(quant.round_half_away(quotient), -128, 127).astype(np.int32)
+    # one channel per element: channel c = (i / inner) % channels with inner 1
+    n = x.size
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(dc.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+            for a in (x, scale, np.zeros(n, np.int32))]
+    out = np.empty(n, np.uint8)
+    obuf = cl.Buffer(dc.context, mf.WRITE_ONLY, n)
+    kernel = cl.Kernel(program, "qquantize")
+    kernel.set_args(bufs[0], obuf, bufs[1], bufs[2], np.int32(n), np.int32(n), np.int32(1), np.int32(n),
+                    np.int32(-128), np.int32(127))
+    queue = dc.queue()
+    cl.enqueue_nd_range_kernel(queue, kernel, (1,), None)
+    cl.enqueue_copy(queue, out, obuf)
+    queue.finish()
+    got = out.view(np.int8).astype(np.int32)
+    bad = np.flatnonzero(got != expected)
+    assert bad.size == 0, f"{bad.size} of {n} differ, e.g. x={x[bad[:3]]} scale={scale[bad[:3]]}"

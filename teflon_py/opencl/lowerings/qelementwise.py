@@ -23,7 +23,6 @@ from teflon_py.opencl.kernels import qspecs as qkernels
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.qspecs import codes, flip
 from teflon_py.opencl.kernels.specs import KernelSpec
-from teflon_py.opencl.lowerings.dynamic_quant import EXACT_DIVIDE
 from teflon_py.opencl.lowerings.elementwise import broadcast_geometry, check_unary
 from teflon_py.opencl.lowerings.elementwise import check_binary as check_float_binary
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
@@ -206,17 +205,15 @@ _FLUSH_SAFE_SCALE = 2.0 ** -100
 
 
 def check_quantize_float(attrs: object, tensors: OpTensors, caps: Caps) -> str | None:
-    """float32 -> int8 / uint8 on a device whose float32 division can be correctly rounded (the
-    quotient x / scale is rounded once to float32, then to an integer); a device that flushes
-    subnormals is fine unless a scale is below 2^-100."""
+    """float32 -> int8 / uint8 on any device: the kernel finds the correctly rounded quotient
+    x / scale near half-integers itself (fma residuals), so neither a correctly rounded division
+    nor fp64 is needed; a device that flushes subnormals is fine unless a scale is below 2^-100."""
     y = tensors.outputs[0]
     if y.dtype not in (np.int8, np.uint8):
         return f"float32 to {y.dtype} not lowered (int8 and uint8 are)"
     reason = check_unary(attrs, tensors, None) or _quantization_reason(y)
     if reason:
         return reason
-    if not caps.fp32_correct_divide:
-        return f"the OpenCL device {caps.name} has no correctly rounded float32 division"
     if float(np.min(y.quantization.scale)) < _FLUSH_SAFE_SCALE:
         return caps.exact_fp32_reason()
     return None
@@ -232,7 +229,7 @@ def quantize_float(ctx: OpEmit, attrs: object) -> None:
     args = kernels.scalars(n=n, chunk=chunk, inner=inner, channels=channels, qmin=qmin, qmax=qmax)
     spec = KernelSpec(files=FILES, name="qquantize", defines={}, global_size=(pieces,), local_size=(1,),
                       args=("input", "output", "scale", "zp", *args), constants={"scale": scale, "zp": zp},
-                      scalars=args, options=EXACT_DIVIDE)
+                      scalars=args)
     qkernels.launch(ctx, spec, input=ctx.operand(0), output=ctx.output())
 
 
