@@ -42,8 +42,6 @@ class KernelParams:
     #: work-items a launch aims for at least: compute units x lanes x a few waves
     min_items: int = 256
     compute_units: int = 1
-    local_mem: int = 32768
-    max_work_group: int = 1024
 
     @property
     def gpu(self) -> bool:
@@ -86,5 +84,4 @@ def params_for(caps: Caps, family: str | None = None) -> KernelParams:
     return KernelParams(
         family=family, device=caps.name, gemm_wg=wg, small_wg=min(64, wg_max),
         min_items=max(64, 4 * caps.compute_units * lanes * 8), compute_units=caps.compute_units,
-        local_mem=caps.local_mem_size, max_work_group=wg_max,
     )
