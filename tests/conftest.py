@@ -212,3 +212,33 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     tr.write_line(f"lowerings run: {len(set(_REPORT['lowerings']) & registered)} of {len(registered)} registered")
     never = sorted(registered - set(_REPORT["lowerings"]))
     tr.write_line("never run: " + (", ".join(f"{op} ({kind})" for op, kind in never) or "none"))
+
+
+# -- shared by the CLI and fallback tests ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The zoo's demo model written to a file."""
+    from teflon_py import zoo
+
+    path = tmp_path_factory.mktemp("models") / "demo.tflite"
+    path.write_bytes(zoo.demo())
+    return str(path)
+
+
+@pytest.fixture
+def backends():
+    """add(name, factory): registers a test backend by name (for the CLI's --delegate); all are
+    removed afterwards."""
+    from teflon_py.delegate import _BACKENDS, register_backend
+
+    names = []
+
+    def add(name: str, factory):
+        register_backend(name, factory)
+        names.append(name)
+        return name
+
+    yield add
+    for name in names:
+        _BACKENDS.pop(name, None)

@@ -19,13 +19,6 @@ from tests.echo_delegate import EchoDelegate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def demo_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("models") / "demo.tflite"
-    path.write_bytes(zoo.demo())
-    return str(path)
-
-
 @pytest.fixture
 def echo_backend():
     register_backend("echo-test", lambda options: EchoDelegate(["CONV_2D", "ADD"]))

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from teflon_py import cli, progress, zoo
-from teflon_py.delegate import _BACKENDS, register_backend
 from tests.echo_delegate import EchoDelegate, _EchoPartition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,20 +48,6 @@ class OffByOneDelegate(EchoDelegate):
 
     def compile(self, graph, partition):
         return _OffByOne(graph, partition)
-
-
-@pytest.fixture
-def backends():
-    names = []
-
-    def add(name, factory):
-        register_backend(name, factory)
-        names.append(name)
-        return name
-
-    yield add
-    for n in names:
-        _BACKENDS.pop(n, None)
 
 
 def test_check_finds_the_first_divergent_operator(capsys, int8_path, backends) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 import teflon_py
 from teflon_py import cli, ir, zoo
-from teflon_py.delegate import _BACKENDS, CompiledPartition, register_backend
+from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, FallbackWarning, fallback_policy
 from teflon_py.executorch import Runtime
 from teflon_py.executorch.interpreter import ProgramInterpreter
@@ -49,28 +49,6 @@ class Breaking(EchoDelegate):
 
             compiled.invoke = fail  # type: ignore[method-assign]
         return compiled
-
-
-@pytest.fixture(scope="module")
-def demo_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("models") / "demo.tflite"
-    path.write_bytes(zoo.demo())
-    return str(path)
-
-
-@pytest.fixture
-def backends():
-    """Registers test backends by name for the CLI; removes them afterwards."""
-    names = []
-
-    def add(name: str, factory: Any) -> str:
-        register_backend(name, factory)
-        names.append(name)
-        return name
-
-    yield add
-    for name in names:
-        _BACKENDS.pop(name, None)
 
 
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
