@@ -52,6 +52,7 @@ class Caps:
         ext = frozenset(dev.extensions.split())
         fp32 = int(dev.single_fp_config)
         kind = device_kind(dev)
+        clang = _takes_clang_vectors(dev)
         return cls(
             name=dev.name.strip(),
             device_type=kind,
@@ -65,10 +66,10 @@ class Caps:
             image_support=bool(dev.image_support),
             max_alloc=max_alloc(dev),
             extensions=ext,
-            vnni=_takes_clang_vectors(dev) and _compiles_vnni(dev),
+            vnni=clang and _compiles_vnni(dev),
             fp32_correct_divide=bool(fp32 & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
             fp32_denorms=bool(fp32 & cl.device_fp_config.DENORM),
-            clang_vectors=_takes_clang_vectors(dev),
+            clang_vectors=clang,
         )
 
     @property
