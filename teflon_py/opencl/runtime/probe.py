@@ -187,8 +187,9 @@ class _Child:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.answers.put(line)
+        with self.proc.stdout:  # closed once the child has ended (no ResourceWarning at exit)
+            for line in self.proc.stdout:
+                self.answers.put(line)
         self.answers.put(None)
 
     def _answer(self, limit: float) -> dict[str, Any] | None:
