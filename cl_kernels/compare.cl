@@ -97,3 +97,20 @@ __kernel void cast_values(__global const uchar* restrict XB, __global uchar* res
     CAST_CASE(25, uchar, uchar, !x)
   }
 }
+
+// CAST between float16 and float32 over n elements: op 0 half -> float, op 1 float -> half rounded
+// to nearest even. vload_half / vstore_half_rte are core OpenCL C: no cl_khr_fp16 needed.
+__kernel void cast_half(__global const uchar* restrict XB, __global uchar* restrict OB, const int n,
+                        const int chunk, const int op) {
+  const int c0 = get_global_id(0) * chunk;
+  const int c1 = c0 + chunk < n ? c0 + chunk : n;
+  if (op == 0) {
+    const __global half* X = (const __global half*)XB;
+    __global float* O = (__global float*)OB;
+    for (int i = c0; i < c1; i++) O[i] = vload_half(i, X);
+  } else {
+    const __global float* X = (const __global float*)XB;
+    __global half* O = (__global half*)OB;
+    for (int i = c0; i < c1; i++) vstore_half_rte(X[i], i, O);
+  }
+}

@@ -1,5 +1,5 @@
 """Ops whose tensors are not all float32, as kernels of ``compare.cl`` (after ``broadcast.cl``):
-comparisons (float32, int32, bool -> bool), LOGICAL_AND / OR / NOT, SELECT / SELECT_V2 and CAST.
+comparisons (float32, int32, bool -> bool), LOGICAL_AND / OR / NOT, SELECT / SELECT_V2 and CAST (float16 <-> float32 too).
 
 bool tensors live on the device as NumPy stores them, one byte holding 0 or 1 (``uchar`` in the
 kernels), so graph inputs and outputs of type bool are wrapped zero-copy like any other array.
@@ -120,23 +120,37 @@ def select(ctx: OpEmit, attrs: object) -> None:
 
 # -- CAST, LOGICAL_NOT ----------------------------------------------------------------------------
 
+#: cast_half's op per (source, destination): float16 <-> float32 only
+HALF_CASTS = {("float16", "float32"): 0, ("float32", "float16"): 1}
+CAST_DTYPES = (*CAST_TYPES, "float16")
+
+
 def check_cast(attrs: object, tensors: OpTensors, caps: object) -> str | None:
     x, y = tensors.inputs[0], tensors.outputs[0]
     if int(np.prod(x.shape)) != int(np.prod(y.shape)):
         return f"output shape {list(y.shape)} holds a different number of values than input {list(x.shape)}"
+    pair = (_dtype(x), _dtype(y))
+    if "float16" in pair and pair not in HALF_CASTS:
+        return f"cast from {pair[0]} to {pair[1]} is not supported (float16 casts to and from float32 only)"
     return None
 
 
-@register("CAST", kind="float32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@register("CAST", kind="int32", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@register("CAST", kind="int8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@register("CAST", kind="uint8", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
-@register("CAST", kind="bool", dtypes=CAST_TYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="float16", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="float32", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="int32", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="int8", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="uint8", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
+@register("CAST", kind="bool", dtypes=CAST_DTYPES, check=check_cast, max_rank=None)
 def cast(ctx: OpEmit, attrs: object) -> None:
     """static_cast as TFLite: integers wrap, non-zero is true, float to integer saturates (NaN -> max)."""
     x, y = ctx.operand(0), ctx.op.outputs[0]
-    code = CAST_TYPES.index(_dtype(ctx.graph.tensors[x])) * 5 + CAST_TYPES.index(_dtype(ctx.graph.tensors[y]))
-    ctx.launch(flat_spec(FILES, "cast_values", int(np.prod(ctx.shape(x))), op=code), input=x, output=ctx.output())
+    pair = (_dtype(ctx.graph.tensors[x]), _dtype(ctx.graph.tensors[y]))
+    n = int(np.prod(ctx.shape(x)))
+    if pair in HALF_CASTS:  # float16 rounds to nearest even, as NumPy's astype
+        ctx.launch(flat_spec(FILES, "cast_half", n, op=HALF_CASTS[pair]), input=x, output=ctx.output())
+        return
+    code = CAST_TYPES.index(pair[0]) * 5 + CAST_TYPES.index(pair[1])
+    ctx.launch(flat_spec(FILES, "cast_values", n, op=code), input=x, output=ctx.output())
 
 
 @register("LOGICAL_NOT", kind="bool", check=check_unary, max_rank=None)
