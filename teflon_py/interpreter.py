@@ -144,7 +144,23 @@ class Interpreter:
             raise ValueError("`model_path` or `model_content` must be specified.")
         else:
             raise ValueError("Can't both provide `model_path` and `model_content`")
-        self._model = fold_model(self._model)  # constant DENSIFY / float16 DEQUANTIZE, once
+        self._setup(self._model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
+        #: accepted for LiteRT compatibility and ignored (see the module's docstring)
+        self.num_threads = num_threads
+        self.op_resolver_type = experimental_op_resolver_type
+
+    @classmethod
+    def from_ir(cls, model: ir.Model, experimental_delegates: Sequence[Delegate] | None = None, *,
+                experimental_preserve_all_tensors: bool = False, memory_budget: int | None = None) -> Interpreter:
+        """An interpreter over a model another frontend made (NNAPI's lowering), not a file."""
+        self = cls.__new__(cls)
+        self._setup(model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
+        self.num_threads, self.op_resolver_type = None, OpResolverType.AUTO
+        return self
+
+    def _setup(self, model: ir.Model, experimental_delegates: Sequence[Delegate] | None,
+               experimental_preserve_all_tensors: bool, memory_budget: int | None) -> None:
+        self._model = fold_model(model)  # constant DENSIFY / float16 DEQUANTIZE, once
         self._delegates = list(experimental_delegates or [])
         for d in self._delegates:
             if not isinstance(d, Delegate):
@@ -155,9 +171,6 @@ class Interpreter:
         #: every tensor readable after ``invoke``: delegates then copy each tensor they produce
         #: to the host (their partitions keep none to themselves, and fuse nothing away)
         self.preserve_all_tensors = bool(experimental_preserve_all_tensors)
-        #: accepted for LiteRT compatibility and ignored (see the module's docstring)
-        self.num_threads = num_threads
-        self.op_resolver_type = experimental_op_resolver_type
         self._subgraphs: dict[int, _Subgraph] = {}
         #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
         self._model_state = ModelState(self._model, memory_budget)  # bytes; None: TEFLON_MEMORY_BUDGET

@@ -1,0 +1,48 @@
+"""Quantization rules NNAPI states for several operations, and their lowering helpers."""
+from __future__ import annotations
+
+import numpy as np
+
+from teflon_py import ir, ops
+from teflon_py.nnapi.enums import OperandType as T
+from teflon_py.nnapi.lowering import Call
+
+
+def check_bias_scale(c: Call, x: int, w: int, b: int) -> None:
+    """A quantized convolution's bias scale must be input scale x filter scale (per channel for a
+    per-channel filter, whose bias scale is 0); NNAPI allows a relative difference of 1e-6."""
+    if c.type(x) not in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED):
+        return
+    xo, wo, bo = c.operand(x), c.operand(w), c.operand(b)
+    if bo.zero_point != 0:
+        raise c.error(f"a quantized bias takes zero point 0, got {bo.zero_point}", b)
+    if wo.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        if bo.scale != 0:
+            raise c.error(f"with a per-channel filter the bias scale must be 0, got {bo.scale}", b)
+        return
+    want = np.float32(xo.scale) * np.float32(wo.scale)
+    if abs(float(want) - bo.scale) > 1e-6 * min(float(want), bo.scale):
+        raise c.error(f"bias scale {bo.scale} must equal input scale x filter scale ({xo.scale} x {wo.scale} "
+                      f"= {float(want)})", b)
+
+
+def signed_per_channel(c: Call, x: int, w: int, y: int) -> tuple[int, int]:
+    """A uint8 (QUANT8_ASYMM) input with a per-channel filter: the op layer's convolutions take
+    per-channel filters with int8 activations only, so the input is shifted to int8 (QUANTIZE at
+    the same scale, zero point - 128: exact), the int8 convolution computes the same
+    accumulators and requantization, and its int8 result is shifted back into ``y``. Returns the
+    (input, output) ir tensors the convolution then uses."""
+    wt = c.b.graph.tensors[w]
+    xt = c.b.graph.tensors[x]
+    if xt.dtype != np.uint8 or wt.dtype != np.int8:
+        return x, y
+    shifted_x = c.temp(np.int8, _shifted(xt.quantization), what="input as int8")
+    c.emit("QUANTIZE", ops.NoAttrs(), [x], [shifted_x])
+    yt = c.b.graph.tensors[y]
+    shifted_y = c.temp(np.int8, _shifted(yt.quantization), what="output as int8")
+    c._finish.append(lambda: c.emit("QUANTIZE", ops.NoAttrs(), [shifted_y], [y]))
+    return shifted_x, shifted_y
+
+
+def _shifted(q: ir.Quantization) -> ir.Quantization:
+    return ir.Quantization(q.scale.copy(), q.zero_point - 128, q.quantized_dimension)
