@@ -31,6 +31,10 @@ class BackendError(TeflonError, RuntimeError):
         self.partition = partition
 
 
+class LoopTimeoutError(TeflonError, RuntimeError):
+    """A WHILE loop ran past the loop time limit (NNAPI's loop timeout; ``ModelState.loop_timeout``)."""
+
+
 class FallbackWarning(TeflonError, RuntimeWarning):
     """A delegate could not run (part of) a graph, which then runs on the NumPy fallback."""
 

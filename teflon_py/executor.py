@@ -132,6 +132,9 @@ class ModelState:
         self.resources: dict[int, Any] = {}
         self.resource_ids: dict[tuple[str, str], int] = _resource_ids(model)
         self.initialized: set[int] = set()
+        #: seconds one WHILE may loop before it fails with ``LoopTimeoutError`` (None: no limit;
+        #: NNAPI's executions set their loop timeout here)
+        self.loop_timeout: float | None = None
         self._executors: dict[int, GraphExecutor] = {}
         self._building: set[int] = set()
         self._running: set[int] = set()

@@ -3,15 +3,18 @@
 They run subgraphs through the executor (``node.context.run_subgraph``), always on NumPy. Values
 cross subgraph boundaries by reference (no kernel writes an array in place) and the op's outputs
 are copies, as TFLite copies tensors between subgraphs. A subgraph's outputs may change shape
-from call to call: a WHILE whose body grows a tensor works, its outputs take the last shapes.
+from call to call: a WHILE whose body grows a tensor works, its outputs take the last shapes. A
+WHILE stops with ``LoopTimeoutError`` once it has looped longer than ``ModelState.loop_timeout``.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from teflon_py import ir
+from teflon_py.errors import LoopTimeoutError
 from teflon_py.fallback.registry import Node, register
 
 
@@ -61,8 +64,15 @@ def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     _check_arity(node, body, "body", n, n)
     run = node.context.run_subgraph
     values = _present(node, inputs)
+    limit = node.context.state.loop_timeout
+    deadline = None if limit is None else time.monotonic() + limit
+    iterations = 0
     while _truth(node, run(cond, values)[0], f"the output of cond subgraph {cond}"):
         values = run(body, values)
+        iterations += 1
+        if deadline is not None and time.monotonic() > deadline:
+            raise LoopTimeoutError(f"{node.op.describe()}: the loop ran past its {limit:g} s limit "
+                                   f"({iterations} iterations)")
     return [np.array(v, copy=True) for v in values]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py.errors import TeflonError
+from teflon_py.errors import LoopTimeoutError, TeflonError
 from teflon_py.nnapi.compilation import Compilation
 from teflon_py.nnapi.enums import ResultCode
 from teflon_py.nnapi.errors import NNAPIError, bad_data, bad_state
@@ -20,6 +20,8 @@ from teflon_py.nnapi.lowering import Unknown
 from teflon_py.nnapi.operands import Operand, as_array
 
 _UNSET = object()
+DEFAULT_LOOP_TIMEOUT_NS = 2_000_000_000  # ANEURALNETWORKS's default loop timeout: 2 s
+MAX_LOOP_TIMEOUT_NS = 15_000_000_000  # and its maximum: 15 s
 
 
 class Execution:
@@ -39,7 +41,7 @@ class Execution:
         self.reusable = False
         self._computed = False
         self.timeout_ns = 0
-        self.loop_timeout_ns = 2_000_000_000  # NNAPI's default loop timeout, 2 s
+        self.loop_timeout_ns = DEFAULT_LOOP_TIMEOUT_NS
 
     # -- setting up ---------------------------------------------------------------------------
     def _position(self, index: Any, count: int, what: str) -> int:
@@ -91,8 +93,10 @@ class Execution:
         self.timeout_ns = int(duration_ns)
 
     def set_loop_timeout(self, duration_ns: int) -> None:
+        """How long one WHILE may loop (default 2 s, at most 15 s, as NNAPI); past it, ``compute``
+        fails with MISSED_DEADLINE_TRANSIENT."""
         self._settable("set_loop_timeout")
-        self.loop_timeout_ns = int(duration_ns)
+        self.loop_timeout_ns = min(int(duration_ns), MAX_LOOP_TIMEOUT_NS)
 
     # -- running ------------------------------------------------------------------------------
     def compute(self) -> None:
@@ -111,6 +115,7 @@ class Execution:
         except Unknown as e:
             raise NNAPIError(ResultCode.OP_FAILED, f"compute: {e} is not known") from e
         lowered, it = prepared.lowered, prepared.interpreter
+        it._model_state.loop_timeout = self.loop_timeout_ns / 1e9
         try:
             for k, t in lowered.feeds:
                 it.set_tensor(t, values[k])
@@ -118,6 +123,8 @@ class Execution:
             outputs = [np.array(it.get_tensor(t)) for t in lowered.outputs]
         except NNAPIError:
             raise
+        except LoopTimeoutError as e:
+            raise NNAPIError(ResultCode.MISSED_DEADLINE_TRANSIENT, f"compute: {e}") from e
         except (TeflonError, ValueError, RuntimeError) as e:
             raise NNAPIError(ResultCode.OP_FAILED, f"compute: {e}") from e
         self._outputs = [_as_operand_type(self.model.operands[o], y) for o, y in zip(self.model.outputs, outputs)]

@@ -95,6 +95,9 @@ class GraphBuilder:
         self.f32_of: dict[int, int] = {}  # float16 operand -> its float32 widening
         self.pending: set[int] = set()  # ir tensors whose shape the producing op's inference gives
         self.dynamic: set[int] = set()  # ir tensors whose shape is known only at run time
+        #: fully specified dimensions the model declares for an output operand's tensor: its shape
+        #: where the op layer knows it only at run time (IF, WHILE)
+        self.declared: dict[int, tuple[int, ...]] = {}
         self.origin: list[int] = []
         self.feeds: list[tuple[int, int]] = []
         self.output_tensors: list[int] = []
@@ -162,7 +165,9 @@ class GraphBuilder:
                                f"op-layer op {opcode} has no shape inference")
         for t, meta in zip(outs, metas):
             tensor = self.graph.tensors[t]
-            if meta.shape is None:
+            if meta.shape is None and t in self.declared:  # known when it runs; the model says it
+                self._set_shape(t, self.declared[t])
+            elif meta.shape is None:
                 self.dynamic.add(t)
                 rank = len(tensor.shape) if t not in self.pending else max(len(tensor.shape), 1)
                 self._set_shape(t, (-1,) * rank)
@@ -314,13 +319,14 @@ class Call:
     def rank(self, k: int) -> int:
         return len(self.shape(k))
 
-    def input(self, k: int) -> int:
-        """Input ``k`` as the ir tensor to compute with (a float16 operand widened to float32)."""
+    def input(self, k: int, stored: bool = False) -> int:
+        """Input ``k`` as the ir tensor to compute with (a float16 operand widened to float32;
+        ``stored``: as stored, for ops that pass values on unchanged, such as IF and WHILE)."""
         if self.omitted(k):
             raise self.error("is required", k)
         o = self.inputs[k]
         t = self.b.operand_tensor(o)
-        if self.b.graph.tensors[t].dtype != F16:
+        if stored or self.b.graph.tensors[t].dtype != F16:
             return t
         if o not in self.b.f32_of:
             src = self.b.graph.tensors[t]
@@ -338,9 +344,9 @@ class Call:
         return ir.NO_TENSOR if self.omitted(k) else self.input(k)
 
     # -- outputs ------------------------------------------------------------------------------
-    def output(self, k: int) -> int:
+    def output(self, k: int, stored: bool = False) -> int:
         """The ir tensor output ``k`` is computed into (float32 for a float16 operand, rounded
-        into the operand after the operation)."""
+        into the operand after the operation; ``stored``: the operand's own tensor)."""
         if k in self._output_of:
             return self._output_of[k]
         o = self.outputs[k]
@@ -351,8 +357,10 @@ class Call:
         t = self.b._new_tensor(op, (0,) * rank, f"operand {o}")
         self.b.tensor_of[o] = t
         self.b.pending.add(t)
+        if op.fully_specified:
+            self.b.declared[t] = tuple(op.dims)
         self._finish.append(lambda: self._check_declared(k, t))
-        if op.info.dtype != F16:
+        if stored or op.info.dtype != F16:
             self._output_of[k] = t
             return t
         wide = self.temp(F32, what=f"operand {o} in float32")
@@ -444,15 +452,12 @@ class Call:
         self._finish.append(lambda: self.emit("TRANSPOSE", ops.NoAttrs(), [tmp, perm], [target]))
         return tmp
 
-    def subgraph(self, k: int, shapes: Sequence[tuple[int, ...]]) -> int:
+    def subgraph(self, k: int, shapes: Sequence[tuple[int, ...]], pass_through: int = 0) -> int:
         """The ir graph index of the model referenced by ``MODEL`` input ``k``, lowered for
-        inputs of these shapes."""
-        from teflon_py.nnapi.model import Model
-
-        ref = self.scalar(k)
-        if not isinstance(ref, Model):
-            raise self.error("must reference a model (set_operand_value_from_model)", k)
-        key = (id(ref), tuple(tuple(s) for s in shapes))
+        inputs of these shapes; ``pass_through``: its last that many inputs are outputs too
+        (appended, as a TFLite WHILE body returns every loop value)."""
+        ref = self.model_ref(k)
+        key = (id(ref), tuple(tuple(s) for s in shapes), pass_through)
         root = self.b.root
         if key not in root.subgraphs:
             index = len(root.graphs)
@@ -460,8 +465,20 @@ class Call:
             root.graphs.append(None)
             sub = GraphBuilder(root, ref, [tuple(s) for s in shapes], [_NOT_READ] * len(ref.inputs),
                                f"operand {self.inputs[k]} model")
-            root.graphs[index] = sub.build(index)
+            graph = sub.build(index)
+            if pass_through:
+                graph.outputs = graph.outputs + graph.inputs[len(graph.inputs) - pass_through:]
+            root.graphs[index] = graph
         return root.subgraphs[key]
+
+    def model_ref(self, k: int) -> Model:
+        """The model ``MODEL`` input ``k`` references."""
+        from teflon_py.nnapi.model import Model
+
+        ref = self.scalar(k)
+        if not isinstance(ref, Model):
+            raise self.error("must reference a model (set_operand_value_from_model)", k)
+        return ref
 
 
 class _NotRead:
