@@ -168,7 +168,6 @@ def test_finish_checks_the_graph() -> None:
     m = nnapi.Model()
     with raises(BAD_DATA, "identify_inputs_and_outputs was not called"):
         m.finish()
-    m, (a, b, f, y) = add_model()
     m2 = nnapi.Model()
     x = m2.add_operand(T.TENSOR_FLOAT32, [2])
     z = m2.add_operand(T.TENSOR_FLOAT32, [2])
@@ -199,7 +198,7 @@ def test_finish_checks_the_graph() -> None:
 
 
 def test_identify_refuses_constants_and_overlaps() -> None:
-    m, (a, b, f, y) = add_model()
+    m, (a, _, f, y) = add_model()
     with raises(BAD_DATA, "input 0 is operand 2 (INT32 []), which has a value"):
         m.identify_inputs_and_outputs([f], [y])
     with raises(BAD_DATA, "operand 0 is both an input and an output"):
