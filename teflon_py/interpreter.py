@@ -26,6 +26,7 @@ import dataclasses
 import enum
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -70,6 +71,10 @@ def _note_num_threads(num_threads: int | None) -> None:
     _warned_num_threads = True
     warnings.warn(f"teflon-py ignores num_threads={num_threads}: the NumPy fallback uses NumPy's (BLAS) "
                   "threads and an OpenCL device its driver's", UserWarning, stacklevel=3)
+
+
+class ConcurrentUseError(TeflonError, RuntimeError):
+    """One interpreter driven from several threads at once: inputs set by one, ``invoke`` by another."""
 
 
 class ResizeError(TeflonError, ValueError, RuntimeError):
@@ -171,6 +176,10 @@ class Interpreter:
         #: every tensor readable after ``invoke``: delegates then copy each tensor they produce
         #: to the host (their partitions keep none to themselves, and fuse nothing away)
         self.preserve_all_tensors = bool(experimental_preserve_all_tensors)
+        #: held by every call; hold it across ``set_tensor`` / ``invoke`` / ``get_tensor`` to run
+        #: one inference atomically when threads share the interpreter (a SignatureRunner call does)
+        self.lock = threading.RLock()
+        self._setters: set[int] = set()  # threads that set inputs since the last invoke
         self._subgraphs: dict[int, _Subgraph] = {}
         #: resource variables, CALL_ONCE status and control-flow subgraphs, shared by every subgraph
         self._model_state = ModelState(self._model, memory_budget)  # bytes; None: TEFLON_MEMORY_BUDGET
@@ -211,6 +220,10 @@ class Interpreter:
         self._allocate(0)
 
     def _allocate(self, subgraph_index: int) -> _Subgraph:
+        with self.lock:
+            return self._allocate_locked(subgraph_index)
+
+    def _allocate_locked(self, subgraph_index: int) -> _Subgraph:
         state = self._state(subgraph_index)
         if state.executor is not None and not state.dirty:
             return state
@@ -299,12 +312,28 @@ class Interpreter:
                         f"Attempting to resize dimension {dim} of tensor {index} with value {old} to {new}. "
                         "ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
                     )
-        state.resize(index, shape)
+        with self.lock:
+            state.resize(index, shape)
 
     def invoke(self, observer: RunObserver | None = None) -> None:
         """Run the planned graph on the current input values; ``observer`` sees each step
-        (``teflon_py.executor.RunObserver``: what ``teflon_py.profile`` times)."""
-        self._runnable(0).run(observer)
+        (``teflon_py.executor.RunObserver``: what ``teflon_py.profile`` times). Calls from several
+        threads run one after the other; inputs set by another thread since the last invoke are a
+        ``ConcurrentUseError`` (they would mix two callers' data)."""
+        with self.lock:
+            self._check_setters()
+            self._runnable(0).run(observer)
+
+    def _check_setters(self) -> None:
+        me = threading.get_ident()
+        others = self._setters - {me}
+        self._setters.clear()
+        if others:
+            raise ConcurrentUseError(
+                "Interpreter used from several threads at once: inputs were set by another thread since the "
+                "last invoke; give each thread its own Interpreter, or hold interpreter.lock across "
+                "set_tensor/invoke/get_tensor (a SignatureRunner call does)"
+            )
 
     def _runnable(self, subgraph_index: int) -> GraphExecutor:
         state = self._state(subgraph_index)
@@ -359,6 +388,11 @@ class Interpreter:
         self._set(0, tensor_index, value)
 
     def _set(self, subgraph_index: int, tensor_index: int, value: Any) -> None:
+        with self.lock:
+            self._setters.add(threading.get_ident())
+            self._set_locked(subgraph_index, tensor_index, value)
+
+    def _set_locked(self, subgraph_index: int, tensor_index: int, value: Any) -> None:
         state = self._state(subgraph_index)
         index = self._check_index(state, tensor_index)
         t = state.base.tensors[index]
@@ -399,6 +433,10 @@ class Interpreter:
         return lambda: self._value(0, tensor_index)
 
     def _value(self, subgraph_index: int, tensor_index: int) -> np.ndarray:
+        with self.lock:
+            return self._value_locked(subgraph_index, tensor_index)
+
+    def _value_locked(self, subgraph_index: int, tensor_index: int) -> np.ndarray:
         state = self._state(subgraph_index)
         index = self._check_index(state, tensor_index)
         if state.executor is None:
@@ -538,6 +576,10 @@ class SignatureRunner:
                 "Invalid number of inputs provided for running a SignatureDef, "
                 f"expected {len(self._inputs)} vs provided {len(kwargs)}"
             )
+        with self._interpreter.lock:  # one call at a time: each caller gets its own outputs
+            return self._run(kwargs)
+
+    def _run(self, kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
         it = self._interpreter
         state = it._state(self._subgraph_index)
         values = {}
@@ -549,6 +591,7 @@ class SignatureRunner:
         it._allocate(self._subgraph_index)
         for name, value in values.items():
             it._set(self._subgraph_index, self._inputs[name], value)
+        it._check_setters()
         it._runnable(self._subgraph_index).run()
         return {name: it.get_tensor(index, self._subgraph_index) for name, index in self._outputs.items()}
 

@@ -115,12 +115,13 @@ class Execution:
         except Unknown as e:
             raise NNAPIError(ResultCode.OP_FAILED, f"compute: {e} is not known") from e
         lowered, it = prepared.lowered, prepared.interpreter
-        it._model_state.loop_timeout = self.loop_timeout_ns / 1e9
         try:
-            for k, t in lowered.feeds:
-                it.set_tensor(t, values[k])
-            it.invoke()
-            outputs = [np.array(it.get_tensor(t)) for t in lowered.outputs]
+            with it.lock:  # executions of one compilation share its plan: one runs at a time
+                it._model_state.loop_timeout = self.loop_timeout_ns / 1e9
+                for k, t in lowered.feeds:
+                    it.set_tensor(t, values[k])
+                it.invoke()
+                outputs = [np.array(it.get_tensor(t)) for t in lowered.outputs]
         except NNAPIError:
             raise
         except LoopTimeoutError as e:
