@@ -17,7 +17,7 @@
 A finished model is a graph of the op layer (``lowering``): operations TFLite also has become
 the same ops (with their kernels and OpenCL lowerings), the others ops of their own.
 """
-from teflon_py.nnapi.compilation import Compilation
+from teflon_py.nnapi.compilation import Compilation, supported_operations
 from teflon_py.nnapi.enums import (
     DeviceType,
     FuseCode,
@@ -33,4 +33,4 @@ from teflon_py.nnapi.execution import Execution
 from teflon_py.nnapi.model import Model
 
 __all__ = ["Compilation", "DeviceType", "Execution", "FuseCode", "Model", "NNAPIError", "OperandType",
-           "OperationType", "PaddingCode", "Preference", "Priority", "ResultCode"]
+           "OperationType", "PaddingCode", "Preference", "Priority", "ResultCode", "supported_operations"]

@@ -9,7 +9,6 @@ is planned once and kept.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,18 +17,12 @@ from teflon_py.delegate import Delegate
 from teflon_py.errors import TeflonError
 from teflon_py.executor import Placement
 from teflon_py.interpreter import Interpreter
+from teflon_py.nnapi import eager
 from teflon_py.nnapi.enums import Preference, Priority, ResultCode
 from teflon_py.nnapi.errors import NNAPIError, bad_data, bad_state
-from teflon_py.nnapi.lowering import Lowered, lower
+from teflon_py.nnapi.lowering import Dynamic, Lowered, lower
 from teflon_py.nnapi.model import Model
-
-
-@dataclass
-class Prepared:
-    """One lowered graph and the interpreter that runs it."""
-
-    lowered: Lowered
-    interpreter: Interpreter
+from teflon_py.nnapi.plans import Prepared, invoke
 
 
 class Compilation:
@@ -51,6 +44,7 @@ class Compilation:
         self.timeout_ns = 0
         self.finished = False
         self._prepared: list[tuple[tuple, Prepared]] = []
+        self._eager = False  # the model runs operation by operation (see ``run``)
         self._last: Prepared | None = None
 
     def _building(self, call: str) -> None:
@@ -103,23 +97,39 @@ class Compilation:
             raise NNAPIError(ResultCode.OP_FAILED, f"preparing the model: {e}") from e
         return Prepared(lowered, it)
 
-    def prepared_for(self, shapes: list[tuple[int, ...]], values: list[Any]) -> Prepared:
-        """The plan for an execution with these input shapes and values (None: omitted)."""
-        key = (tuple(shapes), tuple(v is None for v in values))
+    def prepared_for(self, shapes: list[tuple[int, ...] | None], values: list[Any], view: Any = None) -> Prepared:
+        """The plan for running ``view`` (default: the whole model) on inputs of these shapes
+        and values (None: omitted); planned once per distinct key and kept."""
+        model = self.model if view is None else view
+        key = (getattr(view, "operation", None), tuple(shapes), tuple(v is None for v in values))
         for k, cand in self._prepared:
             if k == key and _reads_match(cand.lowered, values):
                 self._last = cand
                 return cand
-        static = self.model.static_lowering
+        static = self.model.static_lowering if view is None else None
         declared = tuple(tuple(self.model.operands[i].dims or ()) for i in self.model.inputs)
-        if static is not None and key == (declared, (False,) * len(values)):
+        if static is not None and key == (None, declared, (False,) * len(values)):
             done = self._last if self._last is not None and self._last.lowered is static else None
             prepared = done or self._prepare(static)
         else:
-            prepared = self._prepare(lower(self.model, shapes, values))
+            prepared = self._prepare(lower(model, shapes, values))
         self._prepared.append((key, prepared))
         self._last = prepared
         return prepared
+
+    def run(self, values: list[Any], loop_timeout_s: float | None = None) -> list[np.ndarray]:
+        """The model's outputs for these input values (None: an omitted input): the whole graph
+        as one plan, or, where an operation needs a shape an earlier one computes from data,
+        operation by operation (``eager``). Lowering failures are BAD_DATA, run failures
+        OP_FAILED (the caller maps them)."""
+        if not self._eager:
+            try:
+                prepared = self.prepared_for(_shapes(values), values)
+            except Dynamic:
+                self._eager = True
+            else:
+                return invoke(prepared, values, loop_timeout_s)
+        return eager.run(self, values, loop_timeout_s)
 
     def placements(self) -> list[list[Placement]]:
         """Per NNAPI operation, where each op-layer op it became runs (the latest plan)."""
@@ -136,6 +146,19 @@ class Compilation:
         if self._last is None:
             raise bad_state("interpreter: nothing is planned yet")
         return self._last.interpreter
+
+
+def supported_operations(model: Model, delegates: Sequence[Delegate]) -> list[bool]:
+    """Per operation of a finished model whose inputs' dimensions are known, whether every
+    op-layer op it becomes runs on one of ``delegates``
+    (``ANeuralNetworksModel_getSupportedOperationsForDevices``)."""
+    c = Compilation(model, delegates=list(delegates))
+    c.finish()
+    return [bool(rows) and all(p.backend != "numpy" for p in rows) for rows in c.placements()]
+
+
+def _shapes(values: list[Any]) -> list[tuple[int, ...] | None]:
+    return [None if v is None else tuple(np.shape(v)) for v in values]
 
 
 def _reads_match(lowered: Lowered, values: list[Any]) -> bool:

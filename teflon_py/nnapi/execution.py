@@ -106,26 +106,14 @@ class Execution:
         if unset:
             raise bad_state(f"compute: input {unset[0]} is not set (set_input, or None to omit it)")
         self._computed = True
-        values = list(self._inputs)
-        shapes = [None if v is None else tuple(v.shape) for v in values]
         try:
-            prepared = self.compilation.prepared_for(shapes, values)
-        except NNAPIError as e:
+            outputs = self.compilation.run(list(self._inputs), self.loop_timeout_ns / 1e9)
+        except LoopTimeoutError as e:
+            raise NNAPIError(ResultCode.MISSED_DEADLINE_TRANSIENT, f"compute: {e}") from e
+        except NNAPIError as e:  # a rule only the inputs' shapes or values show: NNAPI's OP_FAILED
             raise NNAPIError(ResultCode.OP_FAILED, e.reason) from e
         except Unknown as e:
             raise NNAPIError(ResultCode.OP_FAILED, f"compute: {e} is not known") from e
-        lowered, it = prepared.lowered, prepared.interpreter
-        try:
-            with it.lock:  # executions of one compilation share its plan: one runs at a time
-                it._model_state.loop_timeout = self.loop_timeout_ns / 1e9
-                for k, t in lowered.feeds:
-                    it.set_tensor(t, values[k])
-                it.invoke()
-                outputs = [np.array(it.get_tensor(t)) for t in lowered.outputs]
-        except NNAPIError:
-            raise
-        except LoopTimeoutError as e:
-            raise NNAPIError(ResultCode.MISSED_DEADLINE_TRANSIENT, f"compute: {e}") from e
         except (TeflonError, ValueError, RuntimeError) as e:
             raise NNAPIError(ResultCode.OP_FAILED, f"compute: {e}") from e
         self._outputs = [_as_operand_type(self.model.operands[o], y) for o, y in zip(self.model.outputs, outputs)]

@@ -47,6 +47,11 @@ class Unknown(Exception):
     graph is made when an execution gives it."""
 
 
+class Dynamic(Unknown):
+    """A lowering needs the shape of an operand an earlier operation computes from data (e.g.
+    BOX_WITH_NMS_LIMIT's outputs): such a model runs operation by operation (``eager``)."""
+
+
 @dataclass
 class Lowered:
     """The op-layer model of one NNAPI model for one set of input shapes (and read values).
@@ -312,8 +317,7 @@ class Call:
     def shape(self, k: int) -> tuple[int, ...]:
         t = self.b.operand_tensor(self.inputs[k])
         if t in self.b.dynamic:
-            raise self.error("its shape is known only when the model runs, which this operation does not "
-                             "take", k)
+            raise Dynamic(f"{self.label}: input {k}'s shape is known only when the model runs")
         return self.b.graph.tensors[t].shape
 
     def rank(self, k: int) -> int:
@@ -472,13 +476,11 @@ class Call:
         return root.subgraphs[key]
 
     def model_ref(self, k: int) -> Model:
-        """The model ``MODEL`` input ``k`` references."""
-        from teflon_py.nnapi.model import Model
-
-        ref = self.scalar(k)
-        if not isinstance(ref, Model):
-            raise self.error("must reference a model (set_operand_value_from_model)", k)
-        return ref
+        """The model ``MODEL`` input ``k`` references (``set_operand_value_from_model`` checked
+        that it is a finished ``nnapi.Model``)."""
+        if self.type(k) != OperandType.MODEL:
+            raise self.error(f"must be a MODEL operand, got {self.type(k).name}", k)
+        return self.scalar(k)
 
 
 class _NotRead:

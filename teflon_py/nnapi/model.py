@@ -156,17 +156,6 @@ class Model:
         self._building("relax_computation_float32_to_float16")
         self.relaxed = bool(allow)
 
-    def get_supported_operations(self, delegates: Sequence[Any] = ()) -> list[bool]:
-        """Per operation, whether every op-layer op it becomes runs on one of ``delegates``
-        (``ANeuralNetworksModel_getSupportedOperationsForDevices``; the model must be finished
-        with known input dimensions)."""
-        from teflon_py.nnapi.compilation import Compilation
-
-        c = Compilation(self, delegates=list(delegates))
-        c.finish()
-        placements = c.placements()
-        return [all(p.backend != "numpy" for p in rows) and bool(rows) for rows in placements]
-
     # -- finish -----------------------------------------------------------------------------
     def finish(self) -> None:
         """Check the graph and, where every input's dimensions are known, lower it (BAD_DATA

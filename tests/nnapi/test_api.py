@@ -369,7 +369,7 @@ def test_placements_and_debug_table(backend: str, monkeypatch: pytest.MonkeyPatc
     rows = c.placements()
     assert len(rows) == 1 and [p.backend for p in rows[0]] == [backend]
     assert "<nnapi model>" in capsys.readouterr().err
-    assert m.get_supported_operations([] if backend == "numpy" else [teflon_py.load_delegate(backend)]) == \
+    assert nnapi.supported_operations(m, [] if backend == "numpy" else [teflon_py.load_delegate(backend)]) == \
         [backend != "numpy"]
 
 
