@@ -350,6 +350,10 @@ class GraphExecutor:
                     dynamic.add(i)
                 elif not t.is_constant and tuple(meta.shape) != t.shape:
                     tensors[i] = dataclasses.replace(t, shape=tuple(int(n) for n in meta.shape))
+        if any(a is not b for a, b in zip(tensors, self.graph.tensors)):
+            # plan for the shapes that flow, as LiteRT resizes a node's outputs at Prepare: a
+            # declared shape that disagrees must not reach a delegate compiling for it
+            self.graph = dataclasses.replace(self.graph, tensors=tensors)
 
     def _fallback(self, op: ir.Operation) -> tuple[Node, Any]:
         node = Node.of(self.graph, op, self.model)

@@ -231,8 +231,8 @@ class Interpreter:
         state.close()
         executor = GraphExecutor(self._model_with(graph), graph, self._delegates, self._model_state,
                                  preserve_all_tensors=self.preserve_all_tensors)
-        _initialise(executor, graph)
-        state.graph, state.executor, state.dirty = graph, executor, False
+        _initialise(executor, executor.graph)
+        state.graph, state.executor, state.dirty = executor.graph, executor, False
         if subgraph_index == 0 and debug_enabled():
             print(f"teflon-py: {self._model.source}\n{format_table(self)}", file=sys.stderr)
         return state
