@@ -183,6 +183,8 @@ def as_array(operand: Operand, value: Any, what: str, dims: tuple[int, ...] | No
             raise bad_data(f"{what}: {operand.describe()} takes numbers, got an array of {src.dtype}")
         if src.dtype == dtype:
             arr = np.array(src, dtype, copy=True)
+        elif dtype.kind == "b":  # NNAPI's booleans: zero is false, anything else true
+            arr = src != 0
         elif dtype.kind == "f" and src.dtype.kind in "biuf":
             arr = src.astype(dtype)
         else:
