@@ -149,8 +149,7 @@ def test_elu_scalar_type_follows_tensor_type() -> None:
 
 @pytest.mark.parametrize(("op", "t", "yq", "message"), [
     ("LOGISTIC", U8, (1 / 128, 0), "a TENSOR_QUANT8_ASYMM LOGISTIC output takes scale 1/256 and zero point 0"),
-    ("LOGISTIC", I8, (1 / 256, 0), "a TENSOR_QUANT8_ASYMM_SIGNED LOGISTIC output takes scale 1/256 and zero "
-                                   "point -128"),
+    ("LOGISTIC", I8, (1 / 256, 0), "LOGISTIC output takes scale 1/256 and zero point -128"),
     ("TANH", U8, (1 / 128, 0), "a TENSOR_QUANT8_ASYMM TANH output takes scale 1/128 and zero point 128"),
     ("TANH", I8, (1 / 64, 0), "a TENSOR_QUANT8_ASYMM_SIGNED TANH output takes scale 1/128 and zero point 0"),
     ("RELU", U8, (0.05, 128), "a TENSOR_QUANT8_ASYMM RELU output takes the input's scale and zero point"),
