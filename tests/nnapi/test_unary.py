@@ -161,7 +161,7 @@ def test_quantized_output_rules(op: str, t: T, yq, message: str) -> None:
     with pytest.raises(NNAPIError) as e:
         unary_model(op, t, [2, 3], xq, yq)
     assert e.value.code == ResultCode.BAD_DATA
-    assert f"operation 0 ({op}): output 0: {message}" in str(e.value)
+    assert f"operation 0 ({op}): output 0: " in str(e.value) and message in str(e.value)
 
 
 @pytest.mark.parametrize(("op", "t"), [("EXP", U8), ("ABS", I8), ("FLOOR", I32), ("RELU", I32), ("ELU", U8)])
