@@ -154,7 +154,8 @@ def test_elu_scalar_type_follows_tensor_type() -> None:
     ("TANH", I8, (1 / 64, 0), "a TENSOR_QUANT8_ASYMM_SIGNED TANH output takes scale 1/128 and zero point 0"),
     ("RELU", U8, (0.05, 128), "a TENSOR_QUANT8_ASYMM RELU output takes the input's scale and zero point"),
     ("RELU6", I8, (0.04, 1), "a TENSOR_QUANT8_ASYMM_SIGNED RELU6 output takes the input's scale and zero point"),
-    ("HARD_SWISH", U8, (0.0001, 0), "output scale 0.0001 below input scale / 128"),
+    ("HARD_SWISH", U8, (0.0001, 0), "output scale 0.0001 not above input scale / 128"),
+    ("HARD_SWISH", I8, (0.04 / 128, 0), "output scale 0.0003125 not above input scale / 128"),
 ])
 def test_quantized_output_rules(op: str, t: T, yq, message: str) -> None:
     xq = (0.04, 128) if t == U8 else (0.04, 0)

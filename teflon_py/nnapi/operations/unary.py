@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from teflon_py import quant
 from teflon_py.nnapi.enums import OperandType as T
 from teflon_py.nnapi.enums import OperationType as Op
 from teflon_py.nnapi.lowering import Call
@@ -74,10 +75,13 @@ def check_quantization(c: Call) -> None:
     if c.op in SAME_GRID and (np.float32(y.scale) != np.float32(x.scale) or y.zero_point != x.zero_point):
         raise c.error(f"a {t.name} {c.op.name} output takes the input's scale and zero point ({x.scale}, "
                       f"{x.zero_point}), got {y.scale} and {y.zero_point}", 0, "output")
-    if c.op == Op.HARD_SWISH and np.float32(y.scale) < np.float32(1 / 128) * np.float32(x.scale):
-        # LiteRT's 8-bit HARD_SWISH needs a right shift onto the output grid; NNAPI allows any scale
-        raise c.error(f"output scale {y.scale} below input scale / 128 ({x.scale} / 128) is not supported",
-                      0, "output")
+    if c.op == Op.HARD_SWISH:
+        # LiteRT's 8-bit HARD_SWISH needs a right shift from its input / 128 grid onto the output's
+        # (its multiplier's exponent <= 0, in float32 as hard_swish.cc); NNAPI allows any scale
+        hires = np.float32(1 / 128) * np.float32(x.scale)
+        if quant.quantize_multiplier(float(hires / np.float32(y.scale)))[1] > 0:
+            raise c.error(f"output scale {y.scale} not above input scale / 128 ({x.scale} / 128) is not "
+                          "supported", 0, "output")
 
 
 @lowering(*UNARY)
