@@ -12,7 +12,7 @@ from ai_edge_litert.interpreter import OpResolverType
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, rng_array, run
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 F32, F16, U8, I8, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -133,6 +133,14 @@ def test_elu(backend: str, t: T, alpha: float) -> None:
         v = x.astype(np.float32)
         expected = np.maximum(v, 0) + np.minimum(0, np.float32(alpha) * (np.exp(v) - 1))
     check_vs(model, [x], [expected.astype(x.dtype)], backend, float_tol=3e-3 if t == F16 else 1e-5)
+
+
+@pytest.mark.parametrize(("op", "extra"), [("LOGISTIC", ()), ("RELU6", ()), ("ELU", (0.5,))])
+def test_zero_sized_input(backend: str, op: str, extra: tuple) -> None:
+    """Since feature level 3 the input may be zero-sized (a dimension given as 0, fixed at execution)."""
+    model = unary_model(op, F32, [0, 3], None, None, extra=[lambda s, v=v: s.f32(v) for v in extra])
+    out, _ = run(model, [np.zeros((0, 3), np.float32)], backend)
+    assert out[0].shape == (0, 3) and out[0].dtype == np.float32
 
 
 def test_elu_scalar_type_follows_tensor_type() -> None:
