@@ -15,6 +15,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     pool,
     recurrent,
     reduce,
+    requantize,
     resize,
     shape,
     unary,

@@ -4,8 +4,8 @@
   20 and rescaled; MUL: less its zero point) is a 256-entry table the host fills with the
   same helpers as the fallback (``teflon_py.quant.binary``); the device combines two table
   entries, requantizes (MultiplyByQuantizedMultiplier), adds the zero point and clamps.
-- One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, ...) and
-  integer-to-integer QUANTIZE: a 256-entry table computed by running the op's fallback kernel on
+- One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, ...),
+  integer-to-integer QUANTIZE and NNAPI_REQUANTIZE: a 256-entry table computed by running the op's fallback kernel on
   every code, so they are bit-exact with it by construction; the kernel is one table lookup.
 - QUANTIZE float32 -> int8/uint8 and DEQUANTIZE int8/uint8 -> float32, per tensor or channel.
 """
@@ -260,7 +260,7 @@ for _kind in KINDS:
     register("ADD", kind=_kind, check=check_add, max_rank=6)(binary)
     register("SUB", kind=_kind, check=check_sub, max_rank=6)(binary)
     register("MUL", kind=_kind, check=check_mul, max_rank=6)(binary)
-    for _name in (*LUT_OPS, "QUANTIZE"):
+    for _name in (*LUT_OPS, "QUANTIZE", "NNAPI_REQUANTIZE"):
         if _kind == "uint8" and _name in INT8_ONLY:
             continue
         register(_name, kind=_kind, dtypes=KINDS, check=_lut_check(_name), max_rank=None)(lut)
