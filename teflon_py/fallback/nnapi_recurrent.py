@@ -11,6 +11,13 @@ reference CPU implementation (frameworks/ml/nn/common/operations) computes it:
 * SVDF's state holds the memory shifted one step further than TFLite's: the newest feature goes
   into the last slot of each filter's memory, the output is computed, then every memory shifts
   left by one with a zero appended (so the last slot of a state input is never read);
+* QUANTIZED_LSTM is TFLite's integer 8x8->16 LSTM with the four gates' matmul scales and the hidden
+  state's quantization given as scalars, used as given with or without layer norm (as Android does;
+  LiteRT fixes the gates at 2^-12 without layer norm). Where Android's QLSTM.cpp departs from
+  TFLite's kernel and from the spec's equations we follow TFLite: Android adds the gate biases only
+  inside layer normalization (without it they are ignored), takes the input and forget peepholes'
+  cell state from its not yet written output buffer, and quantizes the projection clip with the
+  projection weights' scale rather than the output's;
 * QUANTIZED_16BIT_LSTM is TFLite's legacy quantized basic LSTM cell (reference_ops::LstmCell with
   4 state integer bits): one uint8 fully connected layer over [input, previous output] into Q3.12
   gates, gemmlowp fixed-point logistic/tanh, an int16 Q4.11 cell state.

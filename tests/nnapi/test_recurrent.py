@@ -635,6 +635,31 @@ def test_lstm_rules() -> None:
     assert "operation 0 (LSTM): input 18: the output state must have shape [2, 4]" in bad_data(_lstm_spec(n_out=3))
 
 
+def test_lstm_signature_input_count() -> None:
+    s = Spec()
+    ins = [s.input(F32, [2, 3])] + [s.omitted(F32) for _ in range(19)] + [s.i32(4), s.f32(0.0), s.f32(0.0),
+                                                                          s.omitted(F32)]
+    with pytest.raises(NNAPIError) as e:
+        s.op(Op.LSTM, ins, [s.output(F32, [2, 16]), s.output(F32, [2, 4]), s.output(F32, [2, 4]),
+                            s.output(F32, [2, 4])])
+    assert e.value.code == ResultCode.BAD_DATA
+    assert "LSTM): takes 23 inputs (27 with layer normalization), got 24" in str(e.value)
+
+
+def test_bidirectional_lstm_cross_linking_needs_input_gate_aux_weights() -> None:
+    rng = np.random.default_rng(1)
+    fw, _, fw_aux = lstm_arrays(rng, F32, 3, 4, 4, n_aux=2)
+    bw, _, bw_aux = lstm_arrays(rng, F32, 3, 4, 4, n_aux=2)
+    fw_aux[0] = None
+    s = Spec()
+    ins = [s.input(F32, [2, 1, 3]), *nn_weights(s, F32, fw + bw), *[s.input(F32, [1, 4]) for _ in range(4)],
+           s.input(F32, [2, 1, 2]), *nn_weights(s, F32, fw_aux + bw_aux), s.i32(4), s.f32(0.0), s.f32(0.0),
+           s.boolean(False), s.boolean(True), *[s.omitted(F32) for _ in range(8)]]
+    s.op(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ins, [s.output(F32, [2, 1, 4]), s.output(F32, [2, 1, 4])])
+    assert ("operation 0 (BIDIRECTIONAL_SEQUENCE_LSTM): input 40: the auxiliary input-to-input weights are present "
+            "exactly when the input gate is") in bad_data(s)
+
+
 def test_bidirectional_rnn_output_count_follows_merge_outputs() -> None:
     rng = np.random.default_rng(0)
     s = Spec()

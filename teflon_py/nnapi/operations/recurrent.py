@@ -262,6 +262,10 @@ def lower_bidirectional_lstm(c: Call) -> None:
                           "forward auxiliary weights")
     bw_aux = _all_or_none(c, [44, 45, 46, 47] if not c.omitted(44) else [45, 46, 47],
                           "backward auxiliary weights")
+    for aux_i, gate_i, aux in ((40, 1, fw_aux), (44, 18, bw_aux)):
+        if aux and c.omitted(aux_i) != c.omitted(gate_i):
+            raise c.error("the auxiliary input-to-input weights are present exactly when the input gate is "
+                          f"(input {gate_i})", aux_i)
     _check_aux(c, 39, fw_aux, bw_aux, time_major, time, batch, n_input,
                [(k, c.shape(2)[0]) for k in range(40, 44)] + [(k, c.shape(19)[0]) for k in range(44, 48)])
     attrs = NnapiRecurrentAttrs(activation=_lstm_activation(c, 48), cell_clip=_clip(c, 49), proj_clip=_clip(c, 50),
