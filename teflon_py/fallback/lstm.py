@@ -36,14 +36,14 @@ the ops.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.fallback.lstm_integer import _integer_params, _run_integer
+from teflon_py.fallback.lstm_integer import IntegerScales, _integer_params, _run_integer
 from teflon_py.fallback.recurrent_shared import (
     _clip,
     _mean_stddev_normalization,
@@ -144,8 +144,10 @@ def _operand(node: Node, inputs: Sequence[np.ndarray | None], k: int | None) -> 
     return inputs[k]
 
 
-def _read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots) -> _Cell:
-    """The direction's weights in the form its kernel multiplies with, and the shapes they imply."""
+def _read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots,
+               scales: IntegerScales | None = None) -> _Cell:
+    """The direction's weights in the form its kernel multiplies with, and the shapes they imply
+    (``scales``: the integer kernel's gate and hidden quantization, where not from intermediates)."""
     if any(t is not None and t.sparsity is not None for t in node.inputs[1:]):
         raise node.error("sparse LSTM weights are not supported")
     x_t, wo_t = node.inputs[0], node.inputs[slots.w_x["o"]]
@@ -195,7 +197,7 @@ def _read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots) -
     if kind == "hybrid":
         _hybrid_scales(node, slots, cell)
     if kind == "integer":
-        cell.integer = _integer_params(node, slots, cell)
+        cell.integer = _integer_params(node, slots, cell, scales)
     return cell
 
 
@@ -221,10 +223,11 @@ def _hybrid_scales(node: Node, slots: _Slots, cell: _Cell) -> None:
         cell.scale["proj", ""] = _F32(node.inputs[slots.proj_w].scale)
 
 
-def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str) -> _Cell:
+def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str,
+          scales: IntegerScales | None = None) -> _Cell:
     if _constant_operands(node, slots):
-        return node.memo(key, lambda: _read_cell(node, inputs, slots))
-    return _read_cell(node, inputs, slots)
+        return node.memo(key, lambda: _read_cell(node, inputs, slots, scales))
+    return _read_cell(node, inputs, slots, scales)
 
 
 # -- float and hybrid steps ---------------------------------------------------------------------
@@ -238,6 +241,9 @@ class _Options:
     proj_clip: float
     asymmetric: bool
     scalar: dict[str, np.ndarray] = field(default_factory=dict)
+    #: an activation applied as given to the cell gate and the cell state, in place of
+    #: ``activation`` and its NONE quirk (NNAPI's LSTMs: NONE is the identity, 6 is the sigmoid)
+    cell_activation: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def _options(node: Node) -> _Options:
@@ -251,7 +257,9 @@ def _finish_gate(cell: _Cell, g: str, acc: np.ndarray, c: np.ndarray, opts: _Opt
         acc = acc + cell.w_c[g] * c
     if cell.ln:
         acc = _mean_stddev_normalization(acc) * cell.ln[g] + cell.bias[g]
-    return apply_activation(acc, opts.activation) if g == "c" else eigen_logistic(acc, opts.scalar.get(g))
+    if g != "c":
+        return eigen_logistic(acc, opts.scalar.get(g))
+    return opts.cell_activation(acc) if opts.cell_activation else apply_activation(acc, opts.activation)
 
 
 def _update_cell(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, opts: _Options) -> np.ndarray:
@@ -262,6 +270,8 @@ def _update_cell(cell: _Cell, gate: dict[str, np.ndarray], c: np.ndarray, opts: 
 
 def _hidden(gate: dict[str, np.ndarray], c: np.ndarray, opts: _Options) -> np.ndarray:
     """output_gate * activation(cell); with activation NONE LiteRT multiplies the cell gate instead."""
+    if opts.cell_activation is not None:
+        return gate["o"] * opts.cell_activation(c)
     return gate["o"] * (gate["c"] if opts.activation.kind == Act.NONE else apply_activation(c, opts.activation))
 
 
@@ -344,10 +354,13 @@ def _scalar_sigmoid(cell: _Cell, batch: int, time_major: bool) -> dict[str, np.n
     return masks
 
 
-def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str, x: np.ndarray,
-               aux: np.ndarray | None, reverse: bool, time_major: bool = True) -> np.ndarray:
-    """Run one direction over time-major ``x`` and write its final states back; returns [T, B, n_output]."""
-    cell = _cell(node, inputs, slots, key)
+def run_direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str, x: np.ndarray,
+                  aux: np.ndarray | None, reverse: bool, time_major: bool = True, opts: _Options | None = None,
+                  scales: IntegerScales | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run one direction over time-major ``x`` from the states at ``slots.h`` / ``slots.c``:
+    (outputs [T, B, n_output], final output state, final cell state). ``opts``: the options to run
+    with (default: the op's TFLite options); ``scales``: see ``_read_cell``."""
+    cell = _cell(node, inputs, slots, key, scales)
     batch = x.shape[1]
     h_t, c_t = node.inputs[slots.h], node.inputs[slots.c]
     if h_t is None or c_t is None:
@@ -357,16 +370,21 @@ def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, k
         raise node.error(f"state sizes must be batch x n_output ({batch} x {cell.n_output}) and "
                          f"batch x n_cell ({batch} x {cell.n_cell})")
     h0, c0 = h0.reshape(batch, cell.n_output), c0.reshape(batch, cell.n_cell)
-    opts = _options(node)
+    opts = _options(node) if opts is None else opts
     if cell.kind == "integer":
-        out, h, c = _run_integer(cell, x, h0, c0, reverse, time_major)
-    else:
-        if cell.diagonal and opts.activation.kind == Act.NONE:
-            raise node.error("diagonal recurrent weights with activation NONE are not supported")
-        opts.scalar = _scalar_sigmoid(cell, batch, time_major)
-        run = _run_float if cell.kind == "float" else _run_hybrid
-        out, h, c = run(cell, np.asarray(x, _F32), None if aux is None else np.asarray(aux, _F32),
-                        np.asarray(h0, _F32), np.asarray(c0, _F32), reverse, opts)
+        return _run_integer(cell, x, h0, c0, reverse, time_major)
+    if cell.diagonal and opts.activation.kind == Act.NONE:
+        raise node.error("diagonal recurrent weights with activation NONE are not supported")
+    opts.scalar = _scalar_sigmoid(cell, batch, time_major)
+    run = _run_float if cell.kind == "float" else _run_hybrid
+    return run(cell, np.asarray(x, _F32), None if aux is None else np.asarray(aux, _F32),
+               np.asarray(h0, _F32), np.asarray(c0, _F32), reverse, opts)
+
+
+def _direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str, x: np.ndarray,
+               aux: np.ndarray | None, reverse: bool, time_major: bool = True) -> np.ndarray:
+    """Run one direction over time-major ``x`` and write its final states back; returns [T, B, n_output]."""
+    out, h, c = run_direction(node, inputs, slots, key, x, aux, reverse, time_major)
     assign_state(node, slots.h, h)
     assign_state(node, slots.c, c)
     return out

@@ -1,6 +1,7 @@
 """The integer (int8 x int8 -> int16 cell state) LSTM kernel: its quantized parameters and time steps."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,21 +19,29 @@ _GATE_INDEX = {"i": 0, "f": 1, "c": 2, "o": 3}
 
 # -- parameters (Prepare) -----------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class IntegerScales:
+    """The gate and hidden quantization given as values rather than as TFLite's five intermediate
+    tensors (NNAPI's QUANTIZED_LSTM): the four gates' matmul result scales (input, forget, cell,
+    output), used as given with or without layer norm, and the hidden state's scale and zero point."""
+
+    gates: tuple[float, float, float, float]
+    hidden_scale: float
+    hidden_zero_point: int
+
+
 def _multiplier(real: float | np.floating) -> tuple[int, int]:
     """QuantizeMultiplier of a float32 value (widened to double, as the C++ call does)."""
     m, s = quant.quantize_multiplier(np.float64(_F32(real)))
     return int(m), int(s)
 
 
-def _integer_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
+def _integer_params(node: Node, slots: _Slots, cell: _Cell, scales: IntegerScales | None = None) -> dict[str, Any]:
     """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias, with the
-    same float32 / double arithmetic (the multipliers' low bits depend on it)."""
-    intermediates = [node.graph.tensors[i] for i in node.op.intermediates]
-    if len(intermediates) != 5:
-        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16), got {len(intermediates)}"
-                         + (" (the 12-intermediate 8x8->8 kernel is not supported)" if len(intermediates) == 12 else ""))
-    if any(t.quantization is None for t in intermediates):
-        raise node.error("the integer LSTM's intermediate tensors must be quantized")
+    same float32 / double arithmetic (the multipliers' low bits depend on it). The gate and hidden
+    quantization come from the op's five intermediates, or from ``scales``."""
+    if scales is None:
+        scales = _intermediate_scales(node, bool(cell.ln))
     x_t, h_t, c_t, out_t = node.inputs[0], node.inputs[slots.h], node.inputs[slots.c], node.outputs[0]
     if np.dtype(c_t.dtype) != np.int16 or np.dtype(h_t.dtype) != np.int8:
         raise node.error("the integer LSTM needs an int8 output state and an int16 cell state")
@@ -42,8 +51,8 @@ def _integer_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
     if not 0 <= 15 + cell_scale <= 6:
         raise node.error(f"cell state scale 2^{cell_scale}: the integer tanh needs 2^-15 .. 2^-9")
     layer_norm = bool(cell.ln)
-    inter_scale = [_F32(t.scale) if layer_norm else _F32(2.0 ** -12) for t in intermediates[:4]]
-    hidden_scale, hidden_zp = _F32(intermediates[4].scale), intermediates[4].zero_point
+    inter_scale = [_F32(s) for s in scales.gates]
+    hidden_scale, hidden_zp = _F32(scales.hidden_scale), scales.hidden_zero_point
     in_scale, in_zp = _F32(x_t.scale), x_t.zero_point
     state_scale, state_zp = _F32(h_t.scale), h_t.zero_point
     p: dict[str, Any] = {"cell_scale": cell_scale, "hidden_zp": hidden_zp, "state_zp": state_zp}
@@ -74,6 +83,18 @@ def _integer_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
     if cell.w_c and cell.n_output > cell.n_cell:
         raise node.error("integer peephole with n_output > n_cell: LiteRT reads past its peephole weights")
     return p
+
+
+def _intermediate_scales(node: Node, layer_norm: bool) -> IntegerScales:
+    """The five intermediates' quantization; without layer norm LiteRT's gates are Q3.12 (2^-12)."""
+    intermediates = [node.graph.tensors[i] for i in node.op.intermediates]
+    if len(intermediates) != 5:
+        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16), got {len(intermediates)}"
+                         + (" (the 12-intermediate 8x8->8 kernel is not supported)" if len(intermediates) == 12 else ""))
+    if any(t.quantization is None for t in intermediates):
+        raise node.error("the integer LSTM's intermediate tensors must be quantized")
+    gates = tuple(float(t.scale) if layer_norm else 2.0 ** -12 for t in intermediates[:4])
+    return IntegerScales(gates, float(intermediates[4].scale), int(intermediates[4].zero_point))
 
 
 # -- integer (8x8 -> 16) step -------------------------------------------------------------------

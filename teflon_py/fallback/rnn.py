@@ -23,7 +23,7 @@ from teflon_py.fallback.recurrent_shared import (
     quantize_rows,
 )
 from teflon_py.fallback.registry import Node, register
-from teflon_py.ops.common import Act
+from teflon_py.ops.common import Act, FusedActivation
 
 _F32 = np.float32
 
@@ -58,6 +58,24 @@ def _weights_kind(node: Node, x: ir.Tensor, w: ir.Tensor) -> str:
     raise node.error(f"{w.dtype} weights are not supported (float32 or int8)")
 
 
+def rnn_float_steps(x: np.ndarray, w: np.ndarray, r: np.ndarray, bias: np.ndarray, h: np.ndarray,
+                    act: FusedActivation, aux: np.ndarray | None = None, aux_w: np.ndarray | None = None,
+                    reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """RnnBatchStep in float32 over time-major ``x`` [T, B, input] from hidden state ``h`` [B, units]
+    (``aux`` with ``aux_w``: a second input term; ``reverse``: last step first): ([T, B, units], h)."""
+    units = w.shape[0]
+    pre = neon_matvec(np.broadcast_to(np.asarray(bias, _F32), (*x.shape[:2], units)), np.asarray(w, _F32),
+                      np.asarray(x, _F32))
+    if aux is not None:
+        pre = neon_matvec(pre, np.asarray(aux_w, _F32), np.asarray(aux, _F32))
+    r = np.asarray(r, _F32)
+    h = np.asarray(h, _F32)
+    out = np.empty((x.shape[0], x.shape[1], units), _F32)
+    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+        h = out[t] = apply_activation(neon_matvec(pre[t], r, h), act)
+    return out, h
+
+
 def _rnn_steps(node: Node, inputs: Sequence[np.ndarray | None], x: np.ndarray) -> np.ndarray:
     """RnnBatchStep over time-major ``x`` [T, B, input]; returns [T, B, units], writes the hidden state."""
     w, r, bias, h = inputs[1], inputs[2], inputs[3], inputs[4]
@@ -69,10 +87,7 @@ def _rnn_steps(node: Node, inputs: Sequence[np.ndarray | None], x: np.ndarray) -
     bias = np.asarray(bias, _F32)
     out = np.empty((x.shape[0], x.shape[1], units), _F32)
     if _weights_kind(node, node.inputs[0], node.inputs[1]) == "float":
-        pre = neon_matvec(np.broadcast_to(bias, (*x.shape[:2], units)), np.asarray(w, _F32), np.asarray(x, _F32))
-        r = np.asarray(r, _F32)
-        for t in range(x.shape[0]):
-            h = out[t] = apply_activation(neon_matvec(pre[t], r, h), act)
+        out, h = rnn_float_steps(x, w, r, bias, h, act)
     else:
         asymmetric = bool(op_options(node).asymmetric_quantize_inputs)
         w_scale, r_scale = _F32(node.inputs[1].scale), _F32(node.inputs[2].scale)
@@ -132,14 +147,13 @@ def svdf(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     """SVDF: float32, hybrid (int8 weights_feature / weights_time, float32 state) or int8 (int16 state)."""
     batch, filters, memory, units = _svdf_shapes(node, inputs)
     x, wf, wt, bias = inputs[0], inputs[1], inputs[2], inputs[3]
-    rank = filters // units
     act = op_options(node).activation
     if np.dtype(x.dtype) == np.int8:
         return _svdf_integer(node, inputs, batch, filters, memory, units)
     kind = _weights_kind(node, node.inputs[0], node.inputs[1])
     state = np.asarray(inputs[4], _F32).reshape(batch, filters, memory)
     if kind == "float":
-        latest = neon_matvec(np.zeros((batch, filters), _F32), np.asarray(wf, _F32), np.asarray(x, _F32))
+        latest = svdf_features(x, wf)
         wt = np.asarray(wt, _F32)
     else:
         q, sf, zp = quantize_rows(np.asarray(x, _F32), bool(op_options(node).asymmetric_quantize_inputs))
@@ -147,12 +161,25 @@ def svdf(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
         latest = hybrid_matmul(q, sf, zp, wq, _F32(node.inputs[1].scale), wq.sum(axis=1))
         wt = _F32(node.inputs[2].scale) * np.asarray(wt, _F32)
     state = _shift_state(state, latest)
+    assign_state(node, 4, state)
+    return svdf_output(state, wt, bias, units, act)
+
+
+def svdf_features(x: np.ndarray, wf: np.ndarray) -> np.ndarray:
+    """SVDF's first stage in float32: each filter's feature of each batch row, [batch, filters]."""
+    return neon_matvec(np.zeros((x.shape[0], wf.shape[0]), _F32), np.asarray(wf, _F32), np.asarray(x, _F32))
+
+
+def svdf_output(state: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, units: int,
+                act: FusedActivation) -> np.ndarray:
+    """SVDF's second stage in float32 on the [batch, filters, memory] state holding the newest
+    feature last: time weights, the sum of each unit's ``rank`` filters, bias, activation."""
+    batch, filters = state.shape[:2]
     zero = np.zeros((batch, filters), _F32)
-    scratch = neon_accumulate(zero, state * wt).reshape(batch, units, rank)
+    scratch = neon_accumulate(zero, state * wt).reshape(batch, units, filters // units)
     out = neon_accumulate(zero[:, :units], scratch)
     if bias is not None:
         out = out + np.asarray(bias, _F32)
-    assign_state(node, 4, state)
     return apply_activation(out.astype(_F32), act)
 
 

@@ -11,6 +11,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     indexing,
     matmul,
     movement,
+    nnapi_recurrent,
     normalization,
     pool,
     recurrent,
