@@ -55,6 +55,7 @@ class Twin:
         self.rng = np.random.default_rng(seed)
         self.feeds: list[np.ndarray] = []
         self.twin_outputs: list[int] = []
+        self.nn_only: set[int] = set()  # positions in ``feeds`` the twin does not take
 
     def _q(self, quant: Any) -> tuple[float, int] | None:
         return self.mode.quant if quant is _DEFAULT else quant
@@ -75,6 +76,12 @@ class Twin:
         nn = self.s.const(self.mode.type, arr, scale=q[0] if q else 0.0, zero_point=q[1] if q else 0)
         tf = self.g.const(arr, self.mode.twin, *(q or (None,)))
         return nn, tf
+
+    def nn_input(self, type_: T, dims: Sequence[int], value: np.ndarray) -> int:
+        """A model input of the NNAPI model alone (the twin states its effect otherwise)."""
+        self.nn_only.add(len(self.feeds))
+        self.feeds.append(value)
+        return self.s.input(type_, dims)
 
     def ints(self, values: Any) -> tuple[int, int]:
         """A constant TENSOR_INT32 in both graphs."""
@@ -107,7 +114,8 @@ class Twin:
         """Run the twin on LiteRT and the model on ``backend``; compare (integers exactly)."""
         model = self.s.model()
         tflite = self.g.build(*self.twin_outputs)
-        twin_feeds = [x.astype(np.float32) if x.dtype == np.float16 else x for x in self.feeds]
+        twin_feeds = [x.astype(np.float32) if x.dtype == np.float16 else x
+                      for k, x in enumerate(self.feeds) if k not in self.nn_only]
         expected = run_litert(tflite, twin_feeds)
         if self.mode.type == T.TENSOR_FLOAT16:
             expected = [e.astype(np.float16) for e in expected]
