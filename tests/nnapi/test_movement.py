@@ -10,16 +10,14 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from teflon_py import ir
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite import options as O
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, rng_array, run
 from tests.nnapi.twin_case import MODES, NCHW_FROM_NHWC, NHWC_FROM_NCHW, Twin
 
 FOUR = ["float32", "float16", "uint8", "int8"]  # the classic movement types
 FIVE = [*FOUR, "int32"]
-#: OpenCL refusals of a case whose every op-layer op runs on NumPy: none expected (no lowering)
 
 
 def nchw_twin_op(tw: Twin, opcode: str, x: int, x_shape: Sequence[int], extra: Sequence[int], y: int,
@@ -331,6 +329,32 @@ def test_embedding_lookup(backend: str, mode: str) -> None:
     tw.check(backend)
 
 
+def test_gather_indices_given_at_run_time(backend: str) -> None:
+    """Indices as a model input pass through to the op layer (OpenCL reads them as they come)."""
+    tw = Twin("float32", seed=18)
+    x = tw.input([4, 3])
+    idx = tw.s.input(T.TENSOR_INT32, [3]), tw.g.input([3], np.int32)
+    tw.feeds.append(np.array([2, 0, 2], np.int32))
+    y = tw.output([4, 3])
+    tw.s.op(OperationType.GATHER, [x[0], tw.s.i32(1), idx[0]], [y[0]])
+    tw.g.op("GATHER", [x[1], idx[1]], [y[1]], O.GatherOptions(axis=1))
+    tw.check(backend)
+
+
+def test_embedding_lookup_out_of_bounds_at_run_time_fails() -> None:
+    """The spec: a lookup out of bounds must fail the operation (a model input here: OP_FAILED)."""
+    s = Spec()
+    lookups = s.input(T.TENSOR_INT32, [2])
+    values = s.const(T.TENSOR_FLOAT32, np.ones((3, 2), np.float32))
+    y = s.output(T.TENSOR_FLOAT32, [2, 2])
+    s.op(OperationType.EMBEDDING_LOOKUP, [lookups, values], [y])
+    model = s.model()
+    with pytest.raises(NNAPIError) as e:
+        run(model, [np.array([1, 3], np.int32)])
+    assert e.value.code == ResultCode.OP_FAILED
+    assert "index out of range [0, 3)" in str(e.value)
+
+
 # -- the rules: BAD_DATA naming the operation and the operand -------------------------------------------------
 
 def test_output_quantization_must_be_the_input_s() -> None:
@@ -408,5 +432,3 @@ def test_signature_rejects_a_type_the_operation_lacks() -> None:
     assert e.value.code == ResultCode.BAD_DATA
     assert "PAD" in str(e.value) and "TENSOR_INT32 is not supported" in str(e.value)
 
-
-_ = ir
