@@ -199,7 +199,8 @@ def test_space_to_batch_nd(backend: str, mode: str, nchw: bool) -> None:
     x = tw.input(nchw_dims(x_nhwc, nchw))
     block, pads = tw.ints([2, 3]), tw.ints([[1, 0], [0, 2]])
     y = tw.output(nchw_dims(y_nhwc, nchw))
-    tw.s.op(OperationType.SPACE_TO_BATCH_ND, [x[0], block[0], pads[0], tw.s.boolean(nchw)], [y[0]])
+    flag = [tw.s.boolean(True)] if nchw else []  # NHWC: the layout flag left off (feature level 2)
+    tw.s.op(OperationType.SPACE_TO_BATCH_ND, [x[0], block[0], pads[0], *flag], [y[0]])
     nchw_twin_op(tw, "SPACE_TO_BATCH_ND", x[1], nchw_dims(x_nhwc, nchw), [block[1], pads[1]], y[1], y_nhwc, nchw,
                  O.SpaceToBatchNDOptions())
     tw.check(backend)

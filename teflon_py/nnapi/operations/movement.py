@@ -64,8 +64,7 @@ def lower_concatenation(c: Call) -> None:
             (c.operand(k).scale, c.operand(k).zero_point) != (out.scale, out.zero_point) for k in range(n)):
         # Android's reference: int8 shifted to uint8 (exact), the rescaling uint8 concatenation, shifted back
         wide = [requantize(c, x, np.uint8, 128, f"input {k} as uint8") for k, x in enumerate(xs)]
-        yt = c.b.graph.tensors[y]
-        joined = c.temp(np.uint8, shifted(yt.quantization, 128), what="result as uint8")
+        joined = c.temp(np.uint8, shifted(out.quantization(), 128), what="result as uint8")
         c.emit("CONCATENATION", attrs, wide, [joined])
         c.emit("QUANTIZE", ops.NoAttrs(), [joined], [y])
         return
