@@ -476,3 +476,15 @@ def single_launch_list(dc: DeviceContext, cache: ProgramCache, spec: KernelSpec,
     x = ExternalTensor(tuple(input_shape), np.dtype(np.float32), [uses["input"]])
     y = ExternalTensor(output_shape(spec), np.dtype(np.float32), [uses["output"]])
     return LaunchList(dc, [launch], [x], [y], after_first_run=cache.commit)
+
+
+#: strides, dilations and filter sizes the kernels take: they index in 32-bit ints, and anything
+#: past a real input's extent gives one window anyway (a corrupt model's 2147483647 would not build)
+MAX_WINDOW_PARAMETER = 1 << 16
+
+
+def index_range_reason(values: tuple[int, ...]) -> str | None:
+    """Why window parameters are beyond what the kernels index, or None."""
+    if max(values) > MAX_WINDOW_PARAMETER:
+        return f"window parameters {list(values)} above {MAX_WINDOW_PARAMETER} are not lowered"
+    return None

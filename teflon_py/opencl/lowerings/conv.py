@@ -24,7 +24,8 @@ def geometry_reason(attrs: ConvAttrs | DepthwiseConvAttrs, tensors: OpTensors, k
     x, y = tensors.inputs[0].shape, tensors.outputs[0].shape
     if len(x) != 4 or len(y) != 4:
         return "input and output must be 4-D (NHWC)"
-    reason = ops_conv.conv_window_reason(attrs, x[1], x[2], kh, kw)
+    reason = ops_conv.conv_window_reason(attrs, x[1], x[2], kh, kw) or kernels.index_range_reason(
+        (*attrs.strides, *attrs.dilations))
     if reason:
         return reason
     wh, ww = ops_conv.windows(attrs, x[1], x[2], kh, kw)

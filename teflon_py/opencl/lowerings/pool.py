@@ -30,7 +30,7 @@ def geometry_reason(attrs: PoolAttrs, tensors: OpTensors, quantized: bool = Fals
     x, y = xt.shape, yt.shape
     if len(x) != 4 or len(y) != 4:
         return "input and output must be 4-D (NHWC)"
-    reason = window_reason(attrs, x[1], x[2])
+    reason = window_reason(attrs, x[1], x[2]) or kernels.index_range_reason((*attrs.strides, *attrs.filter))
     if reason:
         return reason
     g = geometry(attrs.padding, x[1], x[2], attrs.filter, attrs.strides)
