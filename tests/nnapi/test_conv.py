@@ -218,7 +218,7 @@ def test_transpose_conv_2d(backend: str, mode: str, form: str) -> None:
     compare(model, twin, ty, m.input_data(rng, layout_dims((n, h, w, cin), nchw)), nchw, backend)
 
 
-def test_transpose_conv_same_takes_padding_from_the_shape_tensor() -> None:
+def test_transpose_conv_same_takes_padding_from_the_shape_tensor(backend: str) -> None:
     """PADDING_SAME with stride 2, filter 3 over 4 inputs: the shape tensor's output of 8 pads
     0 + 1, one of 7 pads 1 + 1 -- it picks between the two outputs, as in Android's reference
     (calculateExplicitPaddingTransposeConv). Filter (1, 2, 1) interpolates x = 1, 2, 3, 4 linearly:
@@ -228,12 +228,38 @@ def test_transpose_conv_same_takes_padding_from_the_shape_tensor() -> None:
         x = s.input(T.TENSOR_FLOAT32, [1, 1, 4, 1])
         w = s.const(T.TENSOR_FLOAT32, np.array([1.0, 2.0, 1.0]).reshape(1, 1, 3, 1))
         b = s.const(T.TENSOR_FLOAT32, [0.0])
-        shape = s.const(T.TENSOR_INT32, [1, 1, out, 1])
+        shape = s.input(T.TENSOR_INT32, [4])  # a model input: its value is read when the execution gives it
         y = s.output(T.TENSOR_FLOAT32, [1, 1, out, 1])
         s.op(OperationType.TRANSPOSE_CONV_2D, [x, w, b, shape, s.i32(PaddingCode.SAME), s.i32(2), s.i32(1),
                                                s.i32(0), s.boolean(False)], [y])
-        check_vs(s.model(), [np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4, 1)],
-                 [np.asarray(expected, np.float32).reshape(1, 1, out, 1)], "numpy")
+        check_vs(s.model(), [np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4, 1), np.array([1, 1, out, 1])],
+                 [np.asarray(expected, np.float32).reshape(1, 1, out, 1)], backend)
+
+
+@pytest.mark.parametrize("mode", ["int8", "uint8_per_channel"])
+def test_conv_2d_runtime_filter(backend: str, mode: str) -> None:
+    """A filter that is a model input: an int8 one moves to uint8 through a QUANTIZE at run time
+    (NNAPI's nonzero filter zero point), a per-channel one with a uint8 input stays int8."""
+    m = MODES[mode]
+    rng = np.random.default_rng(5)
+    wdata, bdata = m.filter_data(rng, (3, 2, 2, 4)), m.bias_data(rng, 3)
+    s = Spec()
+    x = m.input(s, [1, 5, 5, 4])
+    if m.per_channel:
+        wi = s.input(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 2, 2, 4])
+        s.m.set_operand_symm_per_channel_quant_params(wi, m.channel_scales(3), 0)
+    else:
+        wi = s.input(m.type, [3, 2, 2, 4], *m.w)
+    y = m.output(s, [1, 4, 4, 3])
+    s.op(OperationType.CONV_2D, [x, wi, m.bias(s, bdata, wdata, 0), s.i32(PaddingCode.VALID), s.i32(1), s.i32(1),
+                                 s.i32(FuseCode.NONE)], [y])
+    twin = Twin(m)
+    ty = twin.act([1, 4, 4, 3])
+    twin.op("CONV_2D", [twin.input([1, 5, 5, 4]), twin.filter(wdata, 0), twin.bias(bdata, wdata, 0)], [ty],
+            Conv2DOptions(padding=ir.Padding.VALID, stride_h=1, stride_w=1))
+    xs = m.input_data(rng, [1, 5, 5, 4])
+    expected = twin.back(run_litert(twin.build(ty), [twin.feed(xs)])[0])
+    check_vs(s.model(), [xs, wdata], [expected], backend, refuses="must be a constant")
 
 
 def _expect_bad_data(s: Spec, message: str) -> None:
