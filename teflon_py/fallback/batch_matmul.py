@@ -6,7 +6,9 @@ int16 with zero points 0) are per tensor: each has its zero point subtracted, pr
 exactly (int32 for int8, int64 for int16; here a float64 matmul of small integers, exact below
 2^53), and one fixed-point multiplier -- derived from the float32 product of the two input scales,
 LiteRT's three-tensor GetQuantizedConvolutionMultipler -- requantizes to the output. There is no
-fused activation: the output saturates at its type's range.
+fused activation: the output saturates at its type's range. int32 operands (NNAPI's
+TENSOR_INT32 BATCH_MATMUL; TFLite has none) multiply and accumulate in int32, wrapping, as
+Android's reference kernel (TFLite's reference BatchMatMul instantiated for int32).
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ def _check_types(node: Node) -> np.dtype:
         raise node.error("hybrid float32 x int8 BATCH_MATMUL is not supported")
     if rt.dtype != dtype or out.dtype != dtype:
         raise node.error(f"operand types {lt.dtype}, {rt.dtype} -> {out.dtype} must all match")
-    if dtype == np.float32:
+    if dtype in (np.float32, np.int32):
         return dtype
     if dtype not in _QUANTIZED:
-        raise node.error(f"{dtype} is not supported (float32, int8, int16 are)")
+        raise node.error(f"{dtype} is not supported (float32, int8, int16, int32 are)")
     for t in (lt, rt, out):
         if t.quantization is None or t.quantization.per_channel:
             raise node.error(f"{t.describe()} needs per-tensor quantization parameters")
@@ -62,6 +64,8 @@ def batch_matmul(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     lhs, rhs = _operands(node, inputs[0], inputs[1])
     if dtype == np.float32:
         return np.matmul(lhs, rhs).astype(np.float32, copy=False)
+    if dtype == np.int32:  # int64 arithmetic wraps mod 2^64, so its low 32 bits are int32's wrapping sum
+        return np.matmul(lhs.astype(np.int64), rhs.astype(np.int64)).astype(np.int32)
     lt, rt, out = node.inputs[0], node.inputs[1], node.outputs[0]
     acc = np.matmul(lhs.astype(np.float64) - lt.zero_point, rhs.astype(np.float64) - rt.zero_point)
     acc = acc.astype(np.int64)

@@ -44,5 +44,38 @@ def signed_per_channel(c: Call, x: int, w: int, y: int) -> tuple[int, int]:
     return shifted_x, shifted_y
 
 
-def _shifted(q: ir.Quantization) -> ir.Quantization:
-    return ir.Quantization(q.scale.copy(), q.zero_point - 128, q.quantized_dimension)
+def unsigned_per_tensor(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]:
+    """An int8 (QUANT8_ASYMM_SIGNED) input with an int8 per-tensor filter: NNAPI's filter may
+    have any zero point, which LiteRT's int8 convolutions reject (CONV_2D) or never read
+    (DEPTHWISE_CONV_2D, TRANSPOSE_CONV). Android's reference implementation computes these as the
+    uint8 operation on everything shifted by +128 (convertInt8ToUInt8, offsets + 128), and so do
+    we: the input and a runtime filter through QUANTIZE (same scale, zero point + 128: exact), a
+    constant filter shifted here, the uint8 result shifted back into ``y``. Returns the (input,
+    filter, output) ir tensors the operation then uses."""
+    xt, wt = c.b.graph.tensors[x], c.b.graph.tensors[w]
+    if xt.dtype != np.int8 or wt.dtype != np.int8 or wt.quantization is None or wt.quantization.per_channel:
+        return x, w, y
+    shifted_x = c.temp(np.uint8, _shifted(xt.quantization, 128), what="input as uint8")
+    c.emit("QUANTIZE", ops.NoAttrs(), [x], [shifted_x])
+    if wt.is_constant:
+        shifted_w = c.const((wt.data.astype(np.int16) + 128).astype(np.uint8), np.uint8,
+                            _shifted(wt.quantization, 128), what="filter as uint8")
+    else:
+        shifted_w = c.temp(np.uint8, _shifted(wt.quantization, 128), what="filter as uint8")
+        c.emit("QUANTIZE", ops.NoAttrs(), [w], [shifted_w])
+    yt = c.b.graph.tensors[y]
+    shifted_y = c.temp(np.uint8, _shifted(yt.quantization, 128), what="output as uint8")
+    c._finish.append(lambda: c.emit("QUANTIZE", ops.NoAttrs(), [shifted_y], [y]))
+    return shifted_x, shifted_w, shifted_y
+
+
+def quantized_domain(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]:
+    """The (input, filter, output) ir tensors a convolution computes with: as given, or moved to
+    the signedness the op layer computes the filter's quantization in (``signed_per_channel``,
+    ``unsigned_per_tensor``)."""
+    x, y = signed_per_channel(c, x, w, y)
+    return unsigned_per_tensor(c, x, w, y)
+
+
+def _shifted(q: ir.Quantization, by: int = -128) -> ir.Quantization:
+    return ir.Quantization(q.scale.copy(), q.zero_point + by, q.quantized_dimension)

@@ -1,5 +1,5 @@
 """The sliding-window parameters NNAPI's convolutions and pools share: explicit or implicit
-padding, strides, the op's own scalars, the fused activation, the optional NCHW layout and
+padding, strides, the op's own scalars, the fused activation, the NCHW layout flag and
 dilation factors, in the order the spec gives them after the op's tensor inputs."""
 from __future__ import annotations
 
@@ -19,14 +19,16 @@ def is_implicit(types: Sequence[T], first: int, extra: int) -> bool:
     return len(types) == base or (len(types) > base and types[base] == T.BOOL)
 
 
-def scalar_types(types: Sequence[T], first: int, extra: int, dilation: bool) -> tuple[list[T], int]:
-    """The scalar types expected from ``first`` on, and how many trailing ones are optional."""
+def scalar_types(types: Sequence[T], first: int, extra: int, dilation: bool,
+                 layout_required: bool = False) -> tuple[list[T], int]:
+    """The scalar types expected from ``first`` on, and how many trailing ones are optional
+    (the layout flag, unless the operation requires it, and the two dilation factors)."""
     lead = [T.INT32] if is_implicit(types, first, extra) else [T.INT32] * 4
     scalars = lead + [T.INT32] * (2 + extra + 1) + [T.BOOL]
-    optional = 1
+    optional = 0 if layout_required else 1
     if dilation:
         scalars += [T.INT32, T.INT32]
-        optional = 3
+        optional += 2
     return scalars, optional
 
 
@@ -38,6 +40,7 @@ class WindowParams:
     activation: FusedActivation
     nchw: bool
     dilations: tuple[int, int]  # (h, w)
+    extra_at: int  # the input position of the first of ``extra``
 
 
 def window_params(c: Call, first: int, extra: int = 0, dilation: bool = False) -> WindowParams:
@@ -65,4 +68,4 @@ def window_params(c: Call, first: int, extra: int = 0, dilation: bool = False) -
         raise c.error("the dilation factors for width and height are given together or not at all", layout + 1)
     if dil_w < 1 or dil_h < 1:
         raise c.error(f"dilation factors (width {dil_w}, height {dil_h}) must be >= 1", layout + 1)
-    return WindowParams(padding, (stride_h, stride_w), extras, activation, nchw, (dil_h, dil_w))
+    return WindowParams(padding, (stride_h, stride_w), extras, activation, nchw, (dil_h, dil_w), k + 2)
