@@ -123,7 +123,7 @@ def lower_roi(c: Call) -> None:
         _same_quant(c, 0, 0)  # ROI_POOLING: the spec makes the output's scale and zero point the input's
     attrs = RoiAttrs(c.scalar(3), c.scalar(4), float(c.scalar(5)), float(c.scalar(6)), *ratios)
     x = c.nhwc(c.input(0), nchw)
-    c.emit(c.op.name, attrs, [x, c.input(1), c.input(2)], [c.nhwc_output(0, nchw)])
+    c.emit("ROI_ALIGN" if align else "ROI_POOLING", attrs, [x, c.input(1), c.input(2)], [c.nhwc_output(0, nchw)])
 
 
 # -- AXIS_ALIGNED_BBOX_TRANSFORM ------------------------------------------------------------------
