@@ -38,7 +38,7 @@ def axis_aligned_bbox_transform(node: Node, inputs: Sequence[np.ndarray | None])
     n = rois.shape[0]
     _check_batches(node, batches, info.shape[0])
     _check_boxes(node, rois)
-    out = bbox_transform(rois, deltas.reshape(n, -1, 4), info[batches])
+    out = bbox_transform(rois, deltas.reshape(n, deltas.shape[1] // 4, 4), info[batches])
     return from_float(node, 0, out.reshape(deltas.shape))
 
 

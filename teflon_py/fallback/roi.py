@@ -105,7 +105,7 @@ def _align_quantized(node: Node, weights: list[np.ndarray], corners: list[np.nda
     acc = acc.reshape(shape).sum(axis=(1, 3))
     real = F32(F32(F32(tin.scale) * unit) / F32(tout.scale)) / F32(samples)
     if not 0 <= real < 1:
-        raise node.error(f"the requantization multiplier {float(real)} (input scale / 255 / output scale / "
+        raise node.invalid(f"the requantization multiplier {float(real)} (input scale / 255 / output scale / "
                          f"{samples} samples) must be below 1")
     multiplier, shift = quantize_multiplier(float(real))
     q = multiply_by_quantized_multiplier(acc, multiplier, shift) + int(tout.zero_point)

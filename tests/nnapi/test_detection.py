@@ -249,16 +249,35 @@ def test_roi_align_hand_computed(backend: str) -> None:
     g.check(backend, [expected])
 
 
-def test_roi_align_no_regions(backend: str) -> None:
-    """Zero num_rois is allowed: the output has no rows."""
+@pytest.mark.parametrize("op", ["ROI_ALIGN", "AXIS_ALIGNED_BBOX_TRANSFORM", "BOX_WITH_NMS_LIMIT"])
+def test_no_regions(backend: str, op: str) -> None:
+    """Zero num_rois is allowed (the spec says so for these three): the outputs have no rows."""
     g = Graph("float32")
-    xi = g.feed(T.TENSOR_FLOAT32, np.ones((1, 2, 3, 4), np.float32), add=True)
-    ri = g.feed(T.TENSOR_FLOAT32, np.zeros((0, 4), np.float32))
-    bi = g.feed(T.TENSOR_INT32, np.zeros(0, np.int32))
-    y = g.s.output(T.TENSOR_FLOAT32, [0, 2, 2, 4])
-    g.s.op(Op.ROI_ALIGN, [xi, ri, bi, g.s.i32(2), g.s.i32(2), g.s.f32(1.0), g.s.f32(1.0), g.s.i32(1), g.s.i32(1),
-                          g.s.boolean(False)], [y])
-    g.check(backend, [np.zeros((0, 2, 2, 4), np.float32)])
+    f32 = T.TENSOR_FLOAT32
+    if op == "ROI_ALIGN":
+        xi = g.feed(f32, np.ones((1, 2, 3, 4), np.float32), add=True)
+        ri, bi = g.feed(f32, np.zeros((0, 4), np.float32)), g.feed(T.TENSOR_INT32, np.zeros(0, np.int32))
+        y = g.s.output(f32, [0, 2, 2, 4])
+        g.s.op(Op.ROI_ALIGN, [xi, ri, bi, g.s.i32(2), g.s.i32(2), g.s.f32(1.0), g.s.f32(1.0), g.s.i32(1),
+                              g.s.i32(1), g.s.boolean(False)], [y])
+        g.check(backend, [np.zeros((0, 2, 2, 4), np.float32)])
+    elif op == "AXIS_ALIGNED_BBOX_TRANSFORM":
+        ri = g.feed(f32, np.zeros((0, 4), np.float32))
+        di = g.feed(f32, np.zeros((0, 8), np.float32))
+        bi = g.feed(T.TENSOR_INT32, np.zeros(0, np.int32))
+        ii = g.feed(f32, np.array([[4, 4]], np.float32), add=True)
+        g.s.op(Op.AXIS_ALIGNED_BBOX_TRANSFORM, [ri, di, bi, ii], [g.s.output(f32, [0, 8])])
+        g.check(backend, [np.zeros((0, 8), np.float32)])
+    else:
+        si = g.feed(f32, np.zeros((0, 3), np.float32))
+        bx = g.feed(f32, np.zeros((0, 12), np.float32))
+        bi = g.feed(T.TENSOR_INT32, np.zeros(0, np.int32))
+        outs = [g.s.output(f32, [0]), g.s.output(f32, [0, 4]), g.s.output(T.TENSOR_INT32, [0]),
+                g.s.output(T.TENSOR_INT32, [0])]
+        g.s.op(Op.BOX_WITH_NMS_LIMIT, [si, bx, bi, g.s.f32(0), g.s.i32(-1), g.s.i32(0), g.s.f32(0.5), g.s.f32(1),
+                                       g.s.f32(0)], outs)
+        g.check(backend, [np.zeros(0, np.float32), np.zeros((0, 4), np.float32), np.zeros(0, np.int32),
+                          np.zeros(0, np.int32)], refuses=DYNAMIC)
 
 
 # -- ROI_POOLING ----------------------------------------------------------------------------------
