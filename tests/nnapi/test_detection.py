@@ -784,7 +784,8 @@ def test_box_with_nms_limit_kernel_code() -> None:
     bad_data(build, "operation 0 (BOX_WITH_NMS_LIMIT): input 5: the NMS kernel must be 0 (hard), 1 (linear) or 2")
 
 
-def test_float16_operation_takes_float16_scalars() -> None:
+def test_float16_operation_takes_float16_thresholds() -> None:
+    """DETECTION_POSTPROCESSING's thresholds take input 0's float type (the spec and Android)."""
     def build() -> None:
         s = Spec()
         sc = s.input(T.TENSOR_FLOAT16, [1, 4, 2])
@@ -792,9 +793,24 @@ def test_float16_operation_takes_float16_scalars() -> None:
         an = s.input(T.TENSOR_FLOAT16, [4, 4])
         outs = [s.output(T.TENSOR_FLOAT16, [1, 2]), s.output(T.TENSOR_FLOAT16, [1, 2, 4]),
                 s.output(T.TENSOR_INT32, [1, 2]), s.output(T.TENSOR_INT32, [1])]
-        s.op(Op.DETECTION_POSTPROCESSING, [sc, bx, an, *(s.f32(1) for _ in range(4)), s.boolean(True), s.i32(2),
-                                           s.i32(1), s.i32(1), s.f32(0), s.f32(0.5), s.boolean(False)], outs)
-    bad_data(build, "operation 0 (DETECTION_POSTPROCESSING): input 3 has type FLOAT32", "FLOAT16")
+        s.op(Op.DETECTION_POSTPROCESSING, [sc, bx, an, *(s.scalar(T.FLOAT16, 1) for _ in range(4)), s.boolean(True),
+                                           s.i32(2), s.i32(1), s.i32(1), s.f32(0), s.f32(0.5), s.boolean(False)], outs)
+    bad_data(build, "operation 0 (DETECTION_POSTPROCESSING): input 11 has type FLOAT32", "FLOAT16")
+
+
+@pytest.mark.parametrize("scalar", [T.FLOAT16, T.FLOAT32])
+def test_float16_roi_pooling_takes_either_scalar_type(backend: str, scalar: T) -> None:
+    """Android takes FLOAT16 strides for a float16 ROI_POOLING, the spec's text FLOAT32: both run."""
+    g = Graph("float16")
+    xi = g.feed(T.TENSOR_FLOAT16, np.arange(16, dtype=np.float16).reshape(1, 4, 4, 1))
+    ri = g.feed(T.TENSOR_FLOAT16, np.array([[0, 0, 6, 2]], np.float16))
+    bi = g.feed(T.TENSOR_INT32, np.array([0], np.int32))
+    y = g.s.output(T.TENSOR_FLOAT16, [1, 1, 2, 1])
+    g.s.op(Op.ROI_POOLING, [xi, ri, bi, g.s.i32(1), g.s.i32(2), g.s.scalar(scalar, 1.0), g.s.scalar(scalar, 2.0),
+                            g.s.boolean(False)], [y])
+    # the region: columns 0..3 (x / width stride 2), rows 0..2, both ends included; two bins of
+    # columns [0, 2) and [2, 4) over all three rows: maxima 4 * 2 + 1 and 4 * 2 + 3
+    g.check(backend, [np.array([[[[9], [11]]]], np.float16)])
 
 
 def test_heatmap_must_be_square() -> None:

@@ -4,8 +4,9 @@ BOX_WITH_NMS_LIMIT, GENERATE_PROPOSALS, HEATMAP_MAX_KEYPOINT, DETECTION_POSTPROC
 TFLite has none of them, so each becomes the op-layer op of the same name
 (``teflon_py.ops.detection``, NHWC; an NCHW operation computes between TRANSPOSEs), computed by
 the NumPy kernels that follow Android's reference CPU implementation. Where the spec's text and
-Android's validation disagree, Android's is taken, as a driver must accept what the framework
-accepts: a TENSOR_FLOAT16 operation takes FLOAT16 scalars; quantized boxes are
+Android's validation disagree, what Android accepts is accepted, as a driver must accept what
+the framework accepts: a TENSOR_FLOAT16 operation takes FLOAT16 scalars (and FLOAT32 ones where the spec's
+text names FLOAT32, which Android refuses); quantized boxes are
 TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 (the spec's zero point -128 for the
 signed variants cannot be a uint16 zero point); GENERATE_PROPOSALS' image sizes are
 TENSOR_QUANT16_ASYMM (as its output boxes, "of the same type as input3").
@@ -33,9 +34,12 @@ LEVELS = {T.TENSOR_FLOAT32: 3, T.TENSOR_FLOAT16: 3, T.TENSOR_QUANT8_ASYMM: 3, T.
 BOX_SCALE = 0.125
 
 
-def _float_scalar(t: T) -> T:
-    """The scalar type of an operation's float parameters (FLOAT16 for float16 tensors)."""
-    return T.FLOAT16 if t == T.TENSOR_FLOAT16 else T.FLOAT32
+def _float_scalar(t: T, spec_says_float32: bool = True) -> T | tuple[T, ...]:
+    """The scalar type of an operation's float parameters: FLOAT32, and for float16 tensors
+    FLOAT16 (Android's validation), or FLOAT32 too where the spec's text names FLOAT32."""
+    if t != T.TENSOR_FLOAT16:
+        return T.FLOAT32
+    return (T.FLOAT16, T.FLOAT32) if spec_says_float32 else T.FLOAT16
 
 
 def _boxes(t: T) -> T:
@@ -252,8 +256,8 @@ def lower_heatmap(c: Call) -> None:
 def detection_postprocessing_signature(s: Sig) -> None:
     t = s.input_type(0)
     s.supported(t, {T.TENSOR_FLOAT32: 3, T.TENSOR_FLOAT16: 3})
-    f = _float_scalar(t)
-    s.expect([t, t, t, f, f, f, f, T.BOOL, T.INT32, T.INT32, T.INT32, f, f, T.BOOL],
+    f, f16 = _float_scalar(t), _float_scalar(t, spec_says_float32=False)  # the spec: 11, 12 as input 0
+    s.expect([t, t, t, f, f, f, f, T.BOOL, T.INT32, T.INT32, T.INT32, f16, f16, T.BOOL],
              [t, t, T.TENSOR_INT32, T.TENSOR_INT32], level=3)
 
 
