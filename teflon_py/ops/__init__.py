@@ -7,6 +7,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     control_flow,
     conv,
     custom,
+    detection,
     elementwise,
     indexing,
     matmul,
