@@ -9,6 +9,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     custom,
     elementwise,
     indexing,
+    lookup,
     matmul,
     movement,
     normalization,
@@ -16,6 +17,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     recurrent,
     reduce,
     resize,
+    sampling,
     shape,
     unary,
 )
