@@ -16,18 +16,24 @@ PACKAGE = Path(teflon_py.__file__).parent
 BUILTINS = set(vars(fb.BuiltinOperator))
 #: ops only another frontend produces (ExecuTorch's XNNPACK qd8): no TFLite operator to translate
 NOT_TFLITE = {"DYNAMIC_QUANTIZE", "DYNAMIC_FULLY_CONNECTED", "DYNAMIC_CONV_2D"}
+#: ops only the NNAPI frontend produces: NNAPI operations TFLite has no builtin for
+NNAPI_ONLY = {"RANDOM_MULTINOMIAL"}
 
 
 def test_every_fallback_op_has_attrs_inference_and_translators() -> None:
     missing = {name: [what for what, table in (("op layer", ops.OPS), ("parser", translate.PARSERS),
                                                ("writer", translate.WRITERS)) if name not in table]
                for name, kernel in KERNELS.items()
-               if kernel.__module__.startswith("teflon_py.fallback.") and name not in NOT_TFLITE}
+               if kernel.__module__.startswith("teflon_py.fallback.") and name not in NOT_TFLITE | NNAPI_ONLY}
     missing = {name: what for name, what in missing.items() if what}
     assert not missing, f"ops without their op-layer definition or TFLite translators: {missing}"
     translate_source = (PACKAGE / "executorch" / "xnnpack" / "translate.py").read_text()
     assert all(f'"{name}"' in translate_source for name in NOT_TFLITE), "NOT_TFLITE ops no frontend produces"
     assert NOT_TFLITE <= set(ops.OPS)
+    nnapi_source = "".join(p.read_text() for p in (PACKAGE / "nnapi" / "operations").glob("*.py"))
+    assert all(f'"{name}"' in nnapi_source and name not in BUILTINS for name in NNAPI_ONLY), \
+        "NNAPI_ONLY ops the NNAPI frontend does not produce, or TFLite builtins"
+    assert NNAPI_ONLY <= set(ops.OPS)
     no_infer = sorted(name for name, d in ops.OPS.items() if d.infer is None)
     assert not no_infer, f"ops without shape inference: {no_infer}"
 
