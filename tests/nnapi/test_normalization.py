@@ -19,7 +19,7 @@ from teflon_py.tflite.options import (
     SoftmaxOptions,
 )
 from tests.harness import run_litert, single_op
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, rng_array, run
 
 #: NNAPI type -> (twin dtype, input (scale, zero point))
 TYPES = {T.TENSOR_FLOAT32: (np.float32, None), T.TENSOR_FLOAT16: (np.float32, None),
@@ -214,3 +214,25 @@ def test_instance_normalization_takes_4d() -> None:
     assert "operation 0 (INSTANCE_NORMALIZATION): input 0: rank 3 is not supported (ranks 4 to 4)" in bad(
         lambda: model_of(OperationType.INSTANCE_NORMALIZATION, T.TENSOR_FLOAT32, (2, 3, 4),
                          lambda s: [s.f32(1.0), s.f32(0.0), s.f32(1e-5), s.boolean(False)], None))
+
+
+@pytest.mark.parametrize("t", list(TYPES), ids=lambda t: t.name)
+def test_softmax_zero_sized_input(backend: str, t: T) -> None:
+    """Since feature level 3 the input may be zero-sized (its dimensions given at execution)."""
+    s = Spec()
+    x = s.input(t, [0, 5], *(TYPES[t][1] or (0.0, 0)))
+    y = s.output(t, [0, 5], *(SOFTMAX_OUT.get(t) or (0.0, 0)))
+    s.op(OperationType.SOFTMAX, [x, param(s, t, 1.0)], [y])
+    xs = np.zeros((0, 5), np.float16 if t == T.TENSOR_FLOAT16 else TYPES[t][0])
+    out = run(s.model(), [xs], backend)[0][0]
+    assert out.shape == (0, 5) and out.dtype == xs.dtype
+
+
+def test_softmax_float16_takes_a_float16_beta() -> None:
+    s = Spec()
+    x = s.input(T.TENSOR_FLOAT16, [2, 3])
+    y = s.output(T.TENSOR_FLOAT16, [2, 3])
+    with pytest.raises(NNAPIError) as e:
+        s.op(OperationType.SOFTMAX, [x, s.f32(1.0)], [y])
+    assert e.value.code == ResultCode.BAD_DATA
+    assert "operation 0 (SOFTMAX): input 1 has type FLOAT32, the operation takes FLOAT16" in str(e.value)

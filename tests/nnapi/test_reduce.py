@@ -214,3 +214,17 @@ def test_argmax_axis_out_of_range() -> None:
         s.op(OperationType.ARGMAX, [x, s.i32(-3)], [y])
         s.model()
     assert "operation 0 (ARGMAX): input 1: axis -3 is out of range for a rank-2 input" in bad(build)
+
+
+def test_mean_axes_from_an_execution_input(backend: str) -> None:
+    """The axes may be a model input: the graph is made for the values an execution gives."""
+    s = Spec()
+    x = s.input(T.TENSOR_FLOAT32, [2, 3, 4])
+    axes = s.input(T.TENSOR_INT32, [1])
+    y = s.output(T.TENSOR_FLOAT32, [0, 0])
+    s.op(OperationType.MEAN, [x, axes, s.i32(0)], [y])
+    model = s.model()
+    xs = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    for axis in (1, -1):
+        expected = np.cumsum(np.moveaxis(xs, axis, -1), axis=-1, dtype=np.float32)[..., -1] / np.float32(xs.shape[axis])
+        check_vs(model, [xs, np.array([axis], np.int32)], [expected], backend)
