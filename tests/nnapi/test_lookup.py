@@ -39,8 +39,9 @@ def test_hashtable_lookup_by_hand(backend: str) -> None:
 def test_hashtable_lookup(backend: str, t: T) -> None:
     rng = np.random.default_rng(VALUE_TYPES.index(t))
     keys = np.sort(rng.choice(np.arange(-50, 50), 9, replace=False)).astype(np.int32)
+    keys[3:6] = keys[3]  # repeated keys: the row bsearch's bisection meets first
     values = rng_array(rng, t, (9, 2, 3))
-    lookups = np.concatenate([rng.choice(keys, 5), [-51, 51, 7, keys[0], keys[-1]]]).astype(np.int32)
+    lookups = np.concatenate([rng.choice(keys, 4), [keys[3], -51, 51, 7, keys[0], keys[-1]]]).astype(np.int32)
     quant = (0.25, 7) if t == T.TENSOR_QUANT8_ASYMM else (0.0, 0)
     s = Spec()
     li = s.input(T.TENSOR_INT32, [10])
@@ -54,7 +55,8 @@ def test_hashtable_lookup(backend: str, t: T) -> None:
     to, th = g.tensor([10, 2, 3], DTYPES[t], *q), g.tensor([10], np.uint8)
     g.op("HASHTABLE_LOOKUP", [tl, g.const(keys, np.int32), tv], [to, th])
     expected = run_litert(g.build(to, th), [lookups, values])
-    assert expected[1].tolist()[5:] == [0, 0, int(7 in keys), 1, 1]
+    assert expected[1].tolist()[4:] == [1, 0, 0, int(7 in keys), 1, 1]
+    np.testing.assert_array_equal(expected[0][4], values[4])  # bsearch's first probe, not the first key
     check_vs(s.model(), [lookups, values], expected, backend)
 
 

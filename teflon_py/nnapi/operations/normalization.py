@@ -39,10 +39,11 @@ def scalar_type(t: T) -> T:
     return T.FLOAT16 if t == T.TENSOR_FLOAT16 else T.FLOAT32
 
 
-def check_rank(c: Call, lo: int = 1, hi: int = MAX_RANK) -> int:
+def check_rank(c: Call, lo: int = 1, hi: int | None = MAX_RANK) -> int:
+    """Input 0's rank, which must lie in [lo, hi] (hi None: no bound)."""
     rank = c.rank(0)
-    if not lo <= rank <= hi:
-        raise c.error(f"rank {rank} is not supported (ranks {lo} to {hi})", 0)
+    if rank < lo or (hi is not None and rank > hi):
+        raise c.error(f"rank {rank} is not supported (ranks {lo} to {hi if hi is not None else 'any'})", 0)
     return rank
 
 
@@ -95,7 +96,7 @@ def log_softmax_signature(s: Sig) -> None:
 
 @lowering(Op.LOG_SOFTMAX)
 def lower_log_softmax(c: Call) -> None:
-    rank = check_rank(c, hi=8)
+    rank = check_rank(c, hi=None)  # the spec: rank 1 or more
     beta = positive_beta(c, 1)
     axis = read_axis(c, 2, rank)
     x = c.input(0)
