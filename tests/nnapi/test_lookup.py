@@ -176,3 +176,27 @@ def test_lsh_weight_per_input_row() -> None:
     assert "input 2: the weight must be 1-D with one value per input row (3)" in bad(lambda: lsh(2, weight_rows=2))
 
 
+
+
+@pytest.mark.parametrize("kind", [fb.LSHProjectionType.SPARSE, fb.LSHProjectionType.DENSE], ids=["sparse", "dense"])
+def test_tflite_lsh_projection_and_hashtable_lookup(kind: int) -> None:
+    """The TFLite frontend reads both builtins into the same op-layer ops."""
+    from tests.harness import run_teflon
+
+    rng = np.random.default_rng(kind)
+    count = 5 * 3 if kind == fb.LSHProjectionType.DENSE else 5
+    g = TfliteGraph()
+    x = g.input([3, 4], np.float32)
+    lsh = g.tensor([count], np.int32)
+    g.op("LSH_PROJECTION", [g.const(rng.standard_normal((5, 3)), np.float32), x,
+                            g.const(rng.standard_normal(3), np.float32)], [lsh], LSHProjectionOptions(type=kind))
+    rows, hits = g.tensor([count, 2], np.float32), g.tensor([count], np.uint8)
+    keys = np.arange(0, 400, 3, dtype=np.int32)
+    g.op("HASHTABLE_LOOKUP", [lsh, g.const(keys, np.int32), g.const(rng.standard_normal((keys.size, 2)), np.float32)],
+         [rows, hits])
+    model = g.build(lsh, rows, hits)
+    xs = rng.standard_normal((3, 4)).astype(np.float32)
+    expected = run_litert(model, [xs])
+    actual = run_teflon(model, [xs])[0]
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(a, e)
