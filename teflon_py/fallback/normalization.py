@@ -9,7 +9,8 @@ rescales ``128 * diff`` (reference_ops) and int8 rescales ``diff`` with 7 more b
 
 LOCAL_RESPONSE_NORMALIZATION (4-D float32): ``x * (bias + alpha * sum)^-beta`` where the sum of
 squares runs over channels ``[c - radius, c + radius)``: TFLite's loop stops one short of
-``c + radius``.
+``c + radius``. With ``inclusive`` (NNAPI's formula) the window is ``[c - radius, c + radius]``,
+summed in the same order.
 """
 from __future__ import annotations
 
@@ -59,15 +60,17 @@ def l2_normalization(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndar
     return l2_normalization_quantized(x, xt.zero_point, dtype)
 
 
-def window_sums_of_squares(x: np.ndarray, radius: int) -> np.ndarray:
-    """For each channel c, the float32 sum of x^2 over channels [c - radius, c + radius), in order.
+def window_sums_of_squares(x: np.ndarray, radius: int, inclusive: bool = False) -> np.ndarray:
+    """For each channel c, the float32 sum of x^2 over channels [c - radius, c + radius), or
+    [c - radius, c + radius] when ``inclusive``, in order.
 
     Zero padding at both ends keeps the sequence of float32 adds exact (adding 0 is exact)."""
-    if radius <= 0:  # the channel loop is empty
+    width = 2 * radius + int(inclusive)
+    if width <= 0:  # the channel loop is empty
         return np.zeros_like(x)
     squares = x * x
     pad = [(0, 0)] * (x.ndim - 1) + [(radius, radius)]
-    windows = sliding_window_view(np.pad(squares, pad), 2 * radius, axis=-1)[..., : x.shape[-1], :]
+    windows = sliding_window_view(np.pad(squares, pad), width, axis=-1)[..., : x.shape[-1], :]
     return np.add.accumulate(windows, axis=-1, dtype=np.float32)[..., -1]
 
 
@@ -79,7 +82,7 @@ def local_response_normalization(node: Node, inputs: Sequence[np.ndarray | None]
     if reason:
         raise node.error(reason)
     o = node.attrs
-    accum = window_sums_of_squares(x, int(o.radius))
+    accum = window_sums_of_squares(x, int(o.radius), bool(o.inclusive))
     base = np.float32(o.bias) + np.float32(o.alpha) * accum
     with np.errstate(divide="ignore", invalid="ignore"):  # powf's own infinities and NaNs
         multiplier = np.power(base.astype(np.float64), -float(np.float32(o.beta))).astype(np.float32)

@@ -60,7 +60,7 @@ def softmax_quantized(x: np.ndarray, multiplier: int, left_shift: int, diff_min:
     sum_of_exps = quant.wrap_int(terms.sum(axis=-1, keepdims=True))  # Q12, int32 accumulation
     shifted_scale, num_bits_over_unit = quant.get_reciprocal(sum_of_exps, ACCUMULATION_INTEGER_BITS)
     exponent = num_bits_over_unit + 31 - 8 * np.dtype(dtype).itemsize
-    if exponent.max() > 31:  # TFLITE_CHECK(exponent <= 31): LiteRT aborts on such rows
+    if exponent.size and exponent.max() > 31:  # TFLITE_CHECK(exponent <= 31): LiteRT aborts on such rows
         raise ValueError("a row's sum of exponentials is 512 or more, where every output rounds to 0")
     unsat = quant.rounding_divide_by_pot(quant.saturating_rounding_doubling_high_mul(shifted_scale, exp), exponent)
     qmin, qmax = quant.QRANGE[np.dtype(dtype)]

@@ -10,6 +10,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     detection,
     elementwise,
     indexing,
+    lookup,
     matmul,
     movement,
     nnapi_recurrent,
@@ -19,6 +20,7 @@ from teflon_py.ops import (  # noqa: F401  (each module defines its ops)
     reduce,
     requantize,
     resize,
+    sampling,
     shape,
     unary,
 )

@@ -35,12 +35,17 @@ class L2NormAttrs:
 
 @dataclass(frozen=True)
 class LRNAttrs:
-    """LOCAL_RESPONSE_NORMALIZATION: ``x * (bias + alpha * sum of squares within radius)^-beta``."""
+    """LOCAL_RESPONSE_NORMALIZATION: ``x * (bias + alpha * sum of squares within radius)^-beta``.
+
+    ``inclusive``: the window of channel c is ``[c - radius, c + radius]`` (NNAPI's formula, and
+    TFLite's optimized kernel); by default it is TFLite's reference kernel's ``[c - radius,
+    c + radius)``, which the TFLite frontend reproduces."""
 
     radius: int = 0
     bias: float = 0.0
     alpha: float = 0.0
     beta: float = 0.0
+    inclusive: bool = False
 
 
 def _quant_missing(x: ir.Tensor, y: ir.Tensor) -> bool:

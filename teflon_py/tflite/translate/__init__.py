@@ -12,6 +12,7 @@ from teflon_py.tflite.translate import (  # noqa: F401  (each module registers i
     custom,
     elementwise,
     indexing,
+    lookup,
     matmul,
     movement,
     normalization,

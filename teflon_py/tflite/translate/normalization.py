@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from teflon_py import ir
+from teflon_py.errors import UnsupportedError
 from teflon_py.ops.common import NoAttrs
 from teflon_py.ops.normalization import L2NormAttrs, LRNAttrs, SoftmaxAttrs
 from teflon_py.tflite.options import (
@@ -52,4 +53,6 @@ def parse_lrn(src: Source) -> LRNAttrs:
 
 @writes("LOCAL_RESPONSE_NORMALIZATION")
 def write_lrn(attrs: LRNAttrs, op: ir.Operation, graph: ir.Graph) -> object:
+    if attrs.inclusive:  # TFLite's options cannot say it: its reference kernel's window is shorter
+        raise UnsupportedError(f"{op.describe()}: an inclusive LRN window has no TFLite options")
     return LocalResponseNormalizationOptions(radius=attrs.radius, bias=attrs.bias, alpha=attrs.alpha, beta=attrs.beta)
