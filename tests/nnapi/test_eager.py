@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon_py.nnapi import OperationType
 from teflon_py.nnapi import OperandType as T
+from teflon_py.nnapi import OperationType
 from tests.nnapi.harness import Spec, check_vs, run
 
 F32, I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
