@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 import teflon_py
 from teflon_py import nnapi
@@ -143,3 +144,12 @@ def rng_array(rng: np.random.Generator, type: T, dims: Sequence[int]) -> np.ndar
         lo, hi = max(info.min, -1000), min(info.max, 1000)
         return rng.integers(lo, hi, dims, endpoint=True).astype(dtype)
     return rng.standard_normal(dims).astype(dtype)
+
+
+def expect_bad_data(spec: Spec, *fragments: str) -> None:
+    """Finishing ``spec``'s model must fail with BAD_DATA, its message holding every fragment."""
+    with pytest.raises(nnapi.NNAPIError) as e:
+        spec.model()
+    assert e.value.code == nnapi.ResultCode.BAD_DATA, str(e.value)
+    for f in fragments:
+        assert f in str(e.value), str(e.value)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from teflon_py import ir
-from teflon_py.nnapi import FuseCode, NNAPIError, OperationType, PaddingCode, ResultCode
+from teflon_py.nnapi import FuseCode, OperationType, PaddingCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite.options import (
     Conv2DOptions,
@@ -20,7 +20,7 @@ from teflon_py.tflite.options import (
     TransposeConvOptions,
 )
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data
 from tests.nnapi.quant_modes import MODES, Mode, Twin
 
 FUSES = {FuseCode.NONE: ir.Activation.NONE, FuseCode.RELU: ir.Activation.RELU,
@@ -262,11 +262,6 @@ def test_conv_2d_runtime_filter(backend: str, mode: str) -> None:
     check_vs(s.model(), [xs, wdata], [expected], backend, refuses="must be a constant")
 
 
-def _expect_bad_data(s: Spec, message: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert message in str(e.value), str(e.value)
 
 
 def test_conv_bias_scale_must_be_input_times_filter_scale() -> None:
@@ -276,7 +271,7 @@ def test_conv_bias_scale_must_be_input_times_filter_scale() -> None:
     b = s.const(T.TENSOR_INT32, [0], scale=0.3)
     y = s.output(T.TENSOR_QUANT8_ASYMM, [1, 2, 2, 1], 1.0, 0)
     s.op(OperationType.CONV_2D, [x, w, b, s.i32(PaddingCode.VALID), s.i32(1), s.i32(1), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (CONV_2D): input 2: bias scale 0.3 must equal input scale x filter scale")
+    expect_bad_data(s, "operation 0 (CONV_2D): input 2: bias scale 0.3 must equal input scale x filter scale")
 
 
 def test_conv_filter_depth_must_match_input() -> None:
@@ -287,7 +282,7 @@ def test_conv_filter_depth_must_match_input() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 3, 3, 2])
     s.op(OperationType.CONV_2D, [x, w, s.const(T.TENSOR_FLOAT32, [0, 0]), s.i32(PaddingCode.VALID), s.i32(1),
                                  s.i32(1), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (CONV_2D): input 1: the filter's depth 2 differs from the input's 4 channels")
+    expect_bad_data(s, "operation 0 (CONV_2D): input 1: the filter's depth 2 differs from the input's 4 channels")
 
 
 def test_depthwise_filter_must_be_depth_in_times_multiplier() -> None:
@@ -297,7 +292,7 @@ def test_depthwise_filter_must_be_depth_in_times_multiplier() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 2, 2, 6])
     s.op(OperationType.DEPTHWISE_CONV_2D, [x, w, s.const(T.TENSOR_FLOAT32, np.zeros(6)), s.i32(PaddingCode.VALID),
                                            s.i32(1), s.i32(1), s.i32(2), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (DEPTHWISE_CONV_2D): input 1: the filter's depth_out 6 is not the input's 2 "
+    expect_bad_data(s, "operation 0 (DEPTHWISE_CONV_2D): input 1: the filter's depth_out 6 is not the input's 2 "
                         "channels x depth multiplier 2")
 
 
@@ -308,7 +303,7 @@ def test_depthwise_per_channel_filter_runs_along_dimension_3() -> None:
     y = s.output(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 2, 2, 2], 1.0, 0)
     s.op(OperationType.DEPTHWISE_CONV_2D, [x, w, s.const(T.TENSOR_INT32, [0, 0]), s.i32(PaddingCode.VALID),
                                            s.i32(1), s.i32(1), s.i32(1), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (DEPTHWISE_CONV_2D): input 1: a per-channel filter's channel dimension must "
+    expect_bad_data(s, "operation 0 (DEPTHWISE_CONV_2D): input 1: a per-channel filter's channel dimension must "
                         "be 3, got 0")
 
 
@@ -319,7 +314,7 @@ def test_grouped_conv_groups_must_divide_channels() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 3, 3, 4])
     s.op(OperationType.GROUPED_CONV_2D, [x, w, s.const(T.TENSOR_FLOAT32, np.zeros(4)), s.i32(PaddingCode.SAME),
                                          s.i32(1), s.i32(1), s.i32(2), s.i32(0), s.boolean(False)], [y])
-    _expect_bad_data(s, "operation 0 (GROUPED_CONV_2D): input 1: the input's 6 channels are not 2 groups of the "
+    expect_bad_data(s, "operation 0 (GROUPED_CONV_2D): input 1: the input's 6 channels are not 2 groups of the "
                         "filter's depth 2")
 
 
@@ -330,4 +325,4 @@ def test_transpose_conv_rejects_negative_left_padding() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 4, 5, 1])
     s.op(OperationType.TRANSPOSE_CONV_2D, [x, w, s.const(T.TENSOR_FLOAT32, [0.0]), s.i32(-1), s.i32(0), s.i32(0),
                                            s.i32(0), s.i32(1), s.i32(1), s.i32(0), s.boolean(False)], [y])
-    _expect_bad_data(s, "operation 0 (TRANSPOSE_CONV_2D): input 3: the left and top paddings must be >= 0")
+    expect_bad_data(s, "operation 0 (TRANSPOSE_CONV_2D): input 3: the left and top paddings must be >= 0")

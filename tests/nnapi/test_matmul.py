@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from teflon_py import ir
-from teflon_py.nnapi import FuseCode, NNAPIError, OperationType, ResultCode
+from teflon_py.nnapi import FuseCode, OperationType
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite.options import BatchMatMulOptions, FullyConnectedOptions
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 FUSES = {FuseCode.NONE: ir.Activation.NONE, FuseCode.RELU: ir.Activation.RELU,
@@ -132,11 +132,6 @@ def test_batch_matmul_int32(backend: str, case: str) -> None:
     check_vs(matmul_model(T.TENSOR_INT32, None, a, b, adj_x, adj_y, out).model(), xs, [expected], backend)
 
 
-def _expect_bad_data(s: Spec, message: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert message in str(e.value), str(e.value)
 
 
 def test_fully_connected_bias_scale_must_be_input_times_weights_scale() -> None:
@@ -146,7 +141,7 @@ def test_fully_connected_bias_scale_must_be_input_times_weights_scale() -> None:
     b = s.const(T.TENSOR_INT32, [0, 0, 0], scale=0.5)
     y = s.output(T.TENSOR_QUANT8_ASYMM, [2, 3], 1.0, 0)
     s.op(OperationType.FULLY_CONNECTED, [x, w, b, s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (FULLY_CONNECTED): input 2: bias scale 0.5 must equal input scale x filter scale")
+    expect_bad_data(s, "operation 0 (FULLY_CONNECTED): input 2: bias scale 0.5 must equal input scale x filter scale")
 
 
 def test_fully_connected_input_must_split_into_rows() -> None:
@@ -155,18 +150,18 @@ def test_fully_connected_input_must_split_into_rows() -> None:
     w = s.const(T.TENSOR_FLOAT32, np.ones((3, 4)))
     y = s.output(T.TENSOR_FLOAT32, [2, 3])
     s.op(OperationType.FULLY_CONNECTED, [x, w, s.const(T.TENSOR_FLOAT32, np.zeros(3)), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (FULLY_CONNECTED): input 0: the input's 10 values do not split into rows of "
+    expect_bad_data(s, "operation 0 (FULLY_CONNECTED): input 0: the input's 10 values do not split into rows of "
                         "input_size 4")
 
 
 def test_batch_matmul_batch_dimensions_must_match() -> None:
     """The spec's "same batch size": no broadcasting of a batch of 1."""
     s = matmul_model(T.TENSOR_FLOAT32, None, (1, 3, 4), (2, 4, 5), None, None, (2, 3, 5))
-    _expect_bad_data(s, "operation 0 (BATCH_MATMUL): input 1: the batch dimensions [1] and [2] differ")
+    expect_bad_data(s, "operation 0 (BATCH_MATMUL): input 1: the batch dimensions [1] and [2] differ")
 
 
 def test_batch_matmul_inner_dimensions_must_match() -> None:
     s = matmul_model(T.TENSOR_FLOAT32, None, (3, 4), (3, 5), True, False, (4, 5))
     s2 = matmul_model(T.TENSOR_FLOAT32, None, (3, 4), (3, 5), False, False, (3, 5))
     s.model()  # adj_x: [4, 3] x [3, 5]
-    _expect_bad_data(s2, "operation 0 (BATCH_MATMUL): input 1: inner dimensions 4 and 3 differ")
+    expect_bad_data(s2, "operation 0 (BATCH_MATMUL): input 1: inner dimensions 4 and 3 differ")

@@ -13,7 +13,7 @@ import pytest
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite import options as O
-from tests.nnapi.harness import Spec, check_vs, rng_array, run
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array, run
 from tests.nnapi.twin_case import MODES, NCHW_FROM_NHWC, NHWC_FROM_NCHW, Twin
 
 FOUR = ["float32", "float16", "uint8", "int8"]  # the classic movement types
@@ -36,12 +36,6 @@ def nchw_dims(nhwc: Sequence[int], nchw: bool) -> list[int]:
     return [nhwc[i] for i in NCHW_FROM_NHWC] if nchw else list(nhwc)
 
 
-def expect_bad_data(s: Spec, *fragments: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    for f in fragments:
-        assert f in str(e.value), str(e.value)
 
 
 # -- CONCATENATION / PACK / SPLIT -------------------------------------------------------------------

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from teflon_py import ir
-from teflon_py.nnapi import FuseCode, NNAPIError, OperationType, PaddingCode, ResultCode
+from teflon_py.nnapi import FuseCode, OperationType, PaddingCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite.options import Pool2DOptions
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 FUSES = {FuseCode.NONE: ir.Activation.NONE, FuseCode.RELU: ir.Activation.RELU,
@@ -139,11 +139,6 @@ def test_quantized_average_pool_explicit_padding_rounds_half_away(backend: str) 
         check_vs(model, [x], [expected], backend)
 
 
-def _expect_bad_data(s: Spec, message: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert message in str(e.value), str(e.value)
 
 
 def test_quantized_pool_output_keeps_the_input_quantization() -> None:
@@ -152,7 +147,7 @@ def test_quantized_pool_output_keeps_the_input_quantization() -> None:
     y = s.output(T.TENSOR_QUANT8_ASYMM, [1, 2, 2, 1], 0.25, 10)
     s.op(OperationType.MAX_POOL_2D, [x, s.i32(PaddingCode.VALID), s.i32(2), s.i32(2), s.i32(2), s.i32(2),
                                      s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (MAX_POOL_2D): output 0: the output's scale and zero point (0.25, 10) must be "
+    expect_bad_data(s, "operation 0 (MAX_POOL_2D): output 0: the output's scale and zero point (0.25, 10) must be "
                         "the input's (0.5, 10)")
 
 
@@ -162,7 +157,7 @@ def test_average_pool_window_in_the_padding_is_an_error() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 4, 2, 1])
     s.op(OperationType.AVERAGE_POOL_2D, [x, s.i32(0), s.i32(0), s.i32(3), s.i32(0), s.i32(1), s.i32(1), s.i32(1),
                                          s.i32(1), s.i32(0)], [y])
-    _expect_bad_data(s, "operation 0 (AVERAGE_POOL_2D): input 1: a window lies entirely in the padding")
+    expect_bad_data(s, "operation 0 (AVERAGE_POOL_2D): input 1: a window lies entirely in the padding")
 
 
 def test_pool_filter_must_be_positive() -> None:
@@ -171,4 +166,4 @@ def test_pool_filter_must_be_positive() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 4, 4, 1])
     s.op(OperationType.L2_POOL_2D, [x, s.i32(PaddingCode.SAME), s.i32(1), s.i32(1), s.i32(0), s.i32(2), s.i32(0)],
          [y])
-    _expect_bad_data(s, "operation 0 (L2_POOL_2D): input 4: the filter (width 0, height 2) must be at least 1x1")
+    expect_bad_data(s, "operation 0 (L2_POOL_2D): input 4: the filter (width 0, height 2) must be at least 1x1")

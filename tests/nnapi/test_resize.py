@@ -12,7 +12,7 @@ import pytest
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite import options as O
-from tests.nnapi.harness import Spec
+from tests.nnapi.harness import Spec, expect_bad_data
 from tests.nnapi.twin_case import NCHW_FROM_NHWC, NHWC_FROM_NCHW, Twin
 
 OPTIONS = {"RESIZE_BILINEAR": O.ResizeBilinearOptions, "RESIZE_NEAREST_NEIGHBOR": O.ResizeNearestNeighborOptions}
@@ -68,11 +68,6 @@ def test_scale_becomes_a_size_in_float32() -> None:
     s.model()  # the declared [1, 3, 3, 1] is what the lowering computes (else BAD_DATA)
 
 
-def expect_bad_data(s: Spec, fragment: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert fragment in str(e.value), str(e.value)
 
 
 def test_align_corners_with_half_pixel_centers_is_refused() -> None:

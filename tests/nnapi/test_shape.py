@@ -10,18 +10,13 @@ import pytest
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from teflon_py.tflite import options as O
-from tests.nnapi.harness import DTYPES, Spec, rng_array
+from tests.nnapi.harness import DTYPES, Spec, expect_bad_data, rng_array
 from tests.nnapi.twin_case import MODES, Twin
 
 FOUR = ["float32", "float16", "uint8", "int8"]
 FIVE = [*FOUR, "int32"]
 
 
-def expect_bad_data(s: Spec, fragment: str) -> None:
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert fragment in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("mode", FIVE)
