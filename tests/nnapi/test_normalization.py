@@ -199,10 +199,16 @@ def test_l2_normalization_int8_output_grid() -> None:
                          (1 / 128, 1)))
 
 
-def test_lrn_bias_must_not_be_zero() -> None:
-    assert "operation 0 (LOCAL_RESPONSE_NORMALIZATION): input 2: the bias must not be zero" in bad(
-        lambda: model_of(OperationType.LOCAL_RESPONSE_NORMALIZATION, T.TENSOR_FLOAT32, (1, 1, 1, 3),
-                         lambda s: [s.i32(1), s.f32(0.0), s.f32(1.0), s.f32(0.5)], None))
+def test_lrn_with_bias_zero(backend: str) -> None:
+    """bias 0, alpha 1, beta 0.5 and a radius over all six channels: x / sqrt(sum of squares); the
+    squares sum to 4, so each value is halved (the spec asks for a non-zero bias, Android's
+    reference and its conformance tests take 0)."""
+    s = Spec()
+    x = s.input(T.TENSOR_FLOAT32, [1, 1, 1, 6])
+    y = s.output(T.TENSOR_FLOAT32, [1, 1, 1, 6])
+    s.op(OperationType.LOCAL_RESPONSE_NORMALIZATION, [x, s.i32(20), s.f32(0.0), s.f32(1.0), s.f32(0.5)], [y])
+    data = np.array([-1.1, 0.6, 0.7, 1.2, -0.7, 0.1], np.float32).reshape(1, 1, 1, 6)
+    check_vs(s.model(), [data], [data / np.float32(2.0)], backend)
 
 
 def test_log_softmax_axis_out_of_range() -> None:
