@@ -31,8 +31,13 @@ class BackendError(TeflonError, RuntimeError):
         self.partition = partition
 
 
-class LoopTimeoutError(TeflonError, RuntimeError):
-    """A WHILE loop ran past the loop time limit (NNAPI's loop timeout; ``ModelState.loop_timeout``)."""
+class LoopLimitError(TeflonError, RuntimeError):
+    """A WHILE loop ran past its iteration cap (``TEFLON_WHILE_MAX_ITERATIONS``) or its time limit
+    (NNAPI's loop timeout: ``ModelState.loop_timeout``)."""
+
+
+class InvokeTimeoutError(TeflonError, RuntimeError):
+    """An invoke ran past its time limit (``Interpreter(invoke_timeout=...)`` / ``TEFLON_INVOKE_TIMEOUT``)."""
 
 
 class FallbackWarning(TeflonError, RuntimeWarning):

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, memory_budget, ops, partitioner
+from teflon_py import ir, memory_budget, ops, partitioner, run_limits
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import (
     BackendError,
@@ -132,9 +132,11 @@ class ModelState:
         self.resources: dict[int, Any] = {}
         self.resource_ids: dict[tuple[str, str], int] = _resource_ids(model)
         self.initialized: set[int] = set()
-        #: seconds one WHILE may loop before it fails with ``LoopTimeoutError`` (None: no limit;
+        #: seconds one WHILE may loop before it fails with ``LoopLimitError`` (None: no limit;
         #: NNAPI's executions set their loop timeout here)
         self.loop_timeout: float | None = None
+        #: the running invoke's deadline (``run_limits``), checked before each step
+        self.deadline = run_limits.Deadline(None)
         self._executors: dict[int, GraphExecutor] = {}
         self._building: set[int] = set()
         self._running: set[int] = set()
@@ -172,6 +174,7 @@ class ModelState:
             raise ModelError(f"subgraph {index} takes {len(graph.inputs)} inputs, got {len(inputs)}")
         if index in self._running:
             raise ModelError(f"subgraph {index} is called while it runs (recursion, which TFLite forbids too)")
+        run_limits.check_nesting(len(self._running), index)
         for i, value in zip(graph.inputs, inputs):
             t = graph.tensors[i]
             if value is None or value.dtype != t.dtype:
@@ -421,7 +424,12 @@ class GraphExecutor:
     # -- running --------------------------------------------------------------------------
     def run(self, observer: RunObserver | None = None) -> None:
         """Run every step once; ``observer`` (if any) sees each step and runs the partitions."""
+        deadline = self.state.deadline
         for step in self.steps:
+            if deadline.at is not None:
+                deadline.check(self._where() + "before " + (f"partition {step.partition.index}"
+                                                            if isinstance(step, _PartitionStep)
+                                                            else step[0].op.describe()))
             if isinstance(step, _PartitionStep):
                 self._run_partition(step, observer)
             elif observer is None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, ops
+from teflon_py import ir, ops, run_limits
 from teflon_py.delegate import Delegate, load_delegate
 from teflon_py.errors import TeflonError
 from teflon_py.executor import Fallback, GraphExecutor, ModelState, Placement, RunObserver
@@ -133,6 +133,7 @@ class Interpreter:
         experimental_force_delegate_node_profiling: bool = False,
         *,
         memory_budget: int | None = None,
+        invoke_timeout: float | None = None,
     ):
         _check_resolver(experimental_op_resolver_type)
         if num_threads is not None:
@@ -150,6 +151,8 @@ class Interpreter:
         else:
             raise ValueError("Can't both provide `model_path` and `model_content`")
         self._setup(self._model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
+        #: seconds one invoke may take (``run_limits``: ``TEFLON_INVOKE_TIMEOUT`` when None)
+        self.invoke_timeout = run_limits.invoke_timeout(invoke_timeout)
         #: accepted for LiteRT compatibility and ignored (see the module's docstring)
         self.num_threads = num_threads
         self.op_resolver_type = experimental_op_resolver_type
@@ -161,6 +164,7 @@ class Interpreter:
         self = cls.__new__(cls)
         self._setup(model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
         self.num_threads, self.op_resolver_type = None, OpResolverType.AUTO
+        self.invoke_timeout = run_limits.invoke_timeout(None)
         return self
 
     def _setup(self, model: ir.Model, experimental_delegates: Sequence[Delegate] | None,
@@ -322,7 +326,9 @@ class Interpreter:
         ``ConcurrentUseError`` (they would mix two callers' data)."""
         with self.lock:
             self._check_setters()
-            self._runnable(0).run(observer)
+            executor = self._runnable(0)
+            self._model_state.deadline = run_limits.Deadline(self.invoke_timeout)
+            executor.run(observer)
 
     def _check_setters(self) -> None:
         me = threading.get_ident()
@@ -592,7 +598,9 @@ class SignatureRunner:
         for name, value in values.items():
             it._set(self._subgraph_index, self._inputs[name], value)
         it._check_setters()
-        it._runnable(self._subgraph_index).run()
+        executor = it._runnable(self._subgraph_index)
+        it._model_state.deadline = run_limits.Deadline(it.invoke_timeout)
+        executor.run()
         return {name: it.get_tensor(index, self._subgraph_index) for name, index in self._outputs.items()}
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:

@@ -4,7 +4,8 @@ They run subgraphs through the executor (``node.context.run_subgraph``), always 
 cross subgraph boundaries by reference (no kernel writes an array in place) and the op's outputs
 are copies, as TFLite copies tensors between subgraphs. A subgraph's outputs may change shape
 from call to call: a WHILE whose body grows a tensor works, its outputs take the last shapes. A
-WHILE stops with ``LoopTimeoutError`` once it has looped longer than ``ModelState.loop_timeout``.
+WHILE stops with ``LoopLimitError`` past its iteration cap or ``ModelState.loop_timeout``
+(``teflon_py.run_limits``).
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from teflon_py import ir
-from teflon_py.errors import LoopTimeoutError
+from teflon_py import ir, run_limits
+from teflon_py.errors import LoopLimitError
 from teflon_py.fallback.registry import Node, register
 
 
@@ -66,13 +67,17 @@ def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     values = _present(node, inputs)
     limit = node.context.state.loop_timeout
     deadline = None if limit is None else time.monotonic() + limit
+    cap = run_limits.max_iterations()
     iterations = 0
     while _truth(node, run(cond, values)[0], f"the output of cond subgraph {cond}"):
+        if cap is not None and iterations >= cap:
+            raise LoopLimitError(f"{node.op.describe()}: the loop ran {cap} iterations, its cap "
+                                 f"({run_limits.ITERATIONS_ENV})")
         values = run(body, values)
         iterations += 1
         if deadline is not None and time.monotonic() > deadline:
-            raise LoopTimeoutError(f"{node.op.describe()}: the loop ran past its {limit:g} s limit "
-                                   f"({iterations} iterations)")
+            raise LoopLimitError(f"{node.op.describe()}: the loop ran past its {limit:g} s limit "
+                                 f"({iterations} iterations)")
     return [np.array(v, copy=True) for v in values]
 
 

@@ -117,19 +117,21 @@ class Compilation:
         self._last = prepared
         return prepared
 
-    def run(self, values: list[Any], loop_timeout_s: float | None = None) -> list[np.ndarray]:
+    def run(self, values: list[Any], loop_timeout_s: float | None = None,
+            timeout_s: float | None = None) -> list[np.ndarray]:
         """The model's outputs for these input values (None: an omitted input): the whole graph
         as one plan, or, where an operation needs a shape an earlier one computes from data,
         operation by operation (``eager``). Lowering failures are BAD_DATA, run failures
-        OP_FAILED (the caller maps them)."""
+        OP_FAILED (the caller maps them); ``timeout_s`` bounds the whole run, ``loop_timeout_s``
+        each WHILE."""
         if not self._eager:
             try:
                 prepared = self.prepared_for(_shapes(values), values)
             except Dynamic:
                 self._eager = True
             else:
-                return invoke(prepared, values, loop_timeout_s)
-        return eager.run(self, values, loop_timeout_s)
+                return invoke(prepared, values, loop_timeout_s, timeout_s)
+        return eager.run(self, values, loop_timeout_s, timeout_s)
 
     def placements(self) -> list[list[Placement]]:
         """Per NNAPI operation, where each op-layer op it became runs (the latest plan)."""

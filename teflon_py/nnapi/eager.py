@@ -6,6 +6,7 @@ once per distinct shape (``Compilation.prepared_for``) and run; its results feed
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,15 +36,19 @@ class OperationView:
         return [self.operation]
 
 
-def run(compilation: Compilation, values: list[Any], loop_timeout_s: float | None) -> list[np.ndarray]:
-    """Run ``compilation``'s model one operation at a time on these input values."""
+def run(compilation: Compilation, values: list[Any], loop_timeout_s: float | None,
+        timeout_s: float | None = None) -> list[np.ndarray]:
+    """Run ``compilation``'s model one operation at a time on these input values (``timeout_s``:
+    for all of them together)."""
     model: Model = compilation.model
     env: dict[int, Any] = dict(zip(model.inputs, values))
+    end = None if timeout_s is None else time.monotonic() + timeout_s
     for i in model.run_order():
         op = model.operations[i]
         feeds = tuple(dict.fromkeys(o for o in op.inputs if o in env))
         view = OperationView(model.operands, model.operations, feeds, op.outputs, i, model.relaxed)
         args = [env[o] for o in feeds]
         prepared = compilation.prepared_for([None if v is None else tuple(np.shape(v)) for v in args], args, view)
-        env.update(zip(op.outputs, invoke(prepared, args, loop_timeout_s)))
+        left = None if end is None else max(end - time.monotonic(), 1e-9)
+        env.update(zip(op.outputs, invoke(prepared, args, loop_timeout_s, left)))
     return [env[o] for o in model.outputs]

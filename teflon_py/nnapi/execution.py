@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py.errors import LoopTimeoutError, TeflonError
+from teflon_py.errors import InvokeTimeoutError, LoopLimitError, TeflonError
 from teflon_py.nnapi.compilation import Compilation
 from teflon_py.nnapi.enums import ResultCode
 from teflon_py.nnapi.errors import NNAPIError, bad_data, bad_state
@@ -89,6 +89,7 @@ class Execution:
         self.reusable = bool(reusable)
 
     def set_timeout(self, duration_ns: int) -> None:
+        """How long ``compute`` may take (0: no limit); past it, MISSED_DEADLINE_TRANSIENT."""
         self._settable("set_timeout")
         self.timeout_ns = int(duration_ns)
 
@@ -107,8 +108,9 @@ class Execution:
             raise bad_state(f"compute: input {unset[0]} is not set (set_input, or None to omit it)")
         self._computed = True
         try:
-            outputs = self.compilation.run(list(self._inputs), self.loop_timeout_ns / 1e9)
-        except LoopTimeoutError as e:
+            outputs = self.compilation.run(list(self._inputs), self.loop_timeout_ns / 1e9,
+                                           self.timeout_ns / 1e9 if self.timeout_ns else None)
+        except (LoopLimitError, InvokeTimeoutError) as e:
             raise NNAPIError(ResultCode.MISSED_DEADLINE_TRANSIENT, f"compute: {e}") from e
         except NNAPIError as e:  # a rule only the inputs' shapes or values show: NNAPI's OP_FAILED
             raise NNAPIError(ResultCode.OP_FAILED, e.reason) from e

@@ -16,11 +16,14 @@ class Prepared:
     interpreter: Interpreter
 
 
-def invoke(prepared: Prepared, values: list[Any], loop_timeout_s: float | None) -> list[np.ndarray]:
-    """Run one plan on the inputs it takes (``values`` by model input position); its outputs."""
+def invoke(prepared: Prepared, values: list[Any], loop_timeout_s: float | None,
+           timeout_s: float | None = None) -> list[np.ndarray]:
+    """Run one plan on the inputs it takes (``values`` by model input position); its outputs.
+    ``loop_timeout_s`` bounds each WHILE, ``timeout_s`` the whole run (None: no limit)."""
     lowered, it = prepared.lowered, prepared.interpreter
     with it.lock:  # executions of one compilation share its plans: one runs at a time
         it._model_state.loop_timeout = loop_timeout_s
+        it.invoke_timeout = timeout_s
         for k, t in lowered.feeds:
             it.set_tensor(t, values[k])
         it.invoke()
