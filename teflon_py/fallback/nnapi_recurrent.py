@@ -20,7 +20,11 @@ reference CPU implementation (frameworks/ml/nn/common/operations) computes it:
   projection weights' scale rather than the output's;
 * QUANTIZED_16BIT_LSTM is TFLite's legacy quantized basic LSTM cell (reference_ops::LstmCell with
   4 state integer bits): one uint8 fully connected layer over [input, previous output] into Q3.12
-  gates, gemmlowp fixed-point logistic/tanh, an int16 Q4.11 cell state.
+  gates, gemmlowp fixed-point logistic/tanh, an int16 Q4.11 cell state. The spec pairs the
+  input-to-X weights with the input and the recurrent-to-X weights with the previous output, but
+  Android's reference (QuantizedLSTM.cpp, which its conformance tests encode) lays each gate's row
+  out as [recurrent-to-X | input-to-X] against the concatenation [input, previous output], so column
+  d of that row meets element d of the concatenation whatever the sizes: we compute that.
 """
 from __future__ import annotations
 
@@ -137,7 +141,8 @@ def nnapi_quantized_16bit_lstm(node: Node, inputs: Sequence[np.ndarray | None]) 
     xs = np.concatenate([np.asarray(x, np.int64), np.asarray(h_prev, np.int64)], axis=1) - 128
     acc = {}
     for g, (wx, wh, b) in zip("ifco", ((1, 5, 9), (2, 6, 10), (3, 7, 11), (4, 8, 12))):
-        w = np.concatenate([np.asarray(inputs[wx], np.int64), np.asarray(inputs[wh], np.int64)], axis=1)
+        # Android's row layout [recurrent | input] against [input, previous output] (module docstring)
+        w = np.concatenate([np.asarray(inputs[wh], np.int64), np.asarray(inputs[wx], np.int64)], axis=1)
         dot = (xs.astype(np.float64) @ (w - w_t.zero_point).T.astype(np.float64)).astype(np.int64)
         total = quant.wrap_int(dot + np.asarray(inputs[b], np.int64))
         acc[g] = np.clip(quant.multiply_by_quantized_multiplier(total, m, s), quant.INT16_MIN, quant.INT16_MAX)

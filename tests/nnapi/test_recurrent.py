@@ -8,7 +8,8 @@ back after it as the expected state outputs. Where TFLite computes something els
 activations NONE and sigmoid, layer norm in the bidirectional LSTM) a NumPy LSTM written here from the
 spec's equations is the reference. QUANTIZED_16BIT_LSTM's twin is TFLite's quantized basic LSTM
 kernel (one uint8 fully connected layer over [input, previous output], weights concatenated by gate:
-input, cell, forget, output).
+input, cell, forget, output; each gate's row is [recurrent weights | input weights], as Android's
+reference lays it out, so the input meets the first columns of the recurrent weights).
 """
 from __future__ import annotations
 
@@ -433,7 +434,8 @@ def test_quantized_16bit_lstm(backend: str, sizes: tuple[int, int, int]) -> None
     model = s.model()
 
     order = (0, 2, 1, 3)  # TFLite's basic cell: input gate, cell (input modulation), forget, output
-    weights = np.concatenate([np.concatenate([wx[k], wh[k]], axis=1) for k in order])
+    # Android's QuantizedLSTM.cpp (and the CTS): [recurrent | input] columns against [x, h]
+    weights = np.concatenate([np.concatenate([wh[k], wx[k]], axis=1) for k in order])
     mb = ModelBuilder()
     g = mb.main
     aq, cq = quantization(1 / 128, 128), quantization(2.0 ** -11, 0)
