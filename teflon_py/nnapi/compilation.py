@@ -82,8 +82,10 @@ class Compilation:
         are known; others are planned at their first execution."""
         self._building("finish")
         static = self.model.static_lowering
-        if static is not None:
+        if static is not None:  # its key: the declared shapes, no input omitted
+            shapes = tuple(tuple(self.model.operands[i].dims) for i in self.model.inputs)
             self._last = self._prepare(static)
+            self._prepared.append(((None, shapes, (False,) * len(shapes)), self._last))
         self.finished = True
 
     # -- plans ------------------------------------------------------------------------------
@@ -106,13 +108,7 @@ class Compilation:
             if k == key and _reads_match(cand.lowered, values):
                 self._last = cand
                 return cand
-        static = self.model.static_lowering if view is None else None
-        declared = tuple(tuple(self.model.operands[i].dims or ()) for i in self.model.inputs)
-        if static is not None and key == (None, declared, (False,) * len(values)):
-            done = self._last if self._last is not None and self._last.lowered is static else None
-            prepared = done or self._prepare(static)
-        else:
-            prepared = self._prepare(lower(model, shapes, values))
+        prepared = self._prepare(lower(model, shapes, values))
         self._prepared.append((key, prepared))
         self._last = prepared
         return prepared

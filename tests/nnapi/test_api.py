@@ -275,6 +275,7 @@ def test_a_reusable_execution_runs_again() -> None:
         e.set_input(1, x)
         e.compute()
         np.testing.assert_array_equal(e.get_output(0), 2 * x)
+    assert len(c._prepared) == 1  # the plan made at finish serves every execution
 
 
 def test_output_buffer_too_small() -> None:
