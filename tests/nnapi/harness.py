@@ -9,7 +9,7 @@ backend registers a lowering for must run there, unless the test names the refus
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,10 +146,11 @@ def rng_array(rng: np.random.Generator, type: T, dims: Sequence[int]) -> np.ndar
     return rng.standard_normal(dims).astype(dtype)
 
 
-def expect_bad_data(spec: Spec, *fragments: str) -> None:
-    """Finishing ``spec``'s model must fail with BAD_DATA, its message holding every fragment."""
+def expect_bad_data(what: Spec | Callable[[], object], *fragments: str) -> None:
+    """Finishing ``what``'s model (a Spec), or calling ``what``, must fail with BAD_DATA, its
+    message holding every fragment."""
     with pytest.raises(nnapi.NNAPIError) as e:
-        spec.model()
+        what.model() if isinstance(what, Spec) else what()
     assert e.value.code == nnapi.ResultCode.BAD_DATA, str(e.value)
     for f in fragments:
         assert f in str(e.value), str(e.value)

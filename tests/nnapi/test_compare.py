@@ -14,7 +14,7 @@ from teflon_py.fallback.requantize import nnapi_requantize
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs, rng_array
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 F32, F16, U8, I8, I32, B8 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -103,10 +103,8 @@ def test_compare_shapes_must_broadcast() -> None:
 def test_compare_output_must_be_bool8() -> None:
     s = Spec()
     a, b = s.input(F32, [2]), s.input(F32, [2])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.GREATER, [a, b], [s.output(F32, [2])])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "(GREATER): output 0 has type TENSOR_FLOAT32, the operation takes TENSOR_BOOL8 there" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.GREATER, [a, b], [s.output(F32, [2])]),
+                    "(GREATER): output 0 has type TENSOR_FLOAT32, the operation takes TENSOR_BOOL8 there")
 
 
 # -- logical --------------------------------------------------------------------------------------
@@ -130,10 +128,8 @@ def test_logical_vs_litert(backend: str, op: str) -> None:
 def test_logical_takes_bool8_only() -> None:
     s = Spec()
     a, b = s.input(I32, [2]), s.input(I32, [2])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.LOGICAL_OR, [a, b], [s.output(B8, [2])])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "(LOGICAL_OR): input 0 of type TENSOR_INT32 is not supported" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.LOGICAL_OR, [a, b], [s.output(B8, [2])]),
+                    "(LOGICAL_OR): input 0 of type TENSOR_INT32 is not supported")
 
 
 # -- SELECT ---------------------------------------------------------------------------------------
@@ -180,7 +176,4 @@ def test_select_takes_one_shape() -> None:
     s = Spec()
     ins = [s.input(B8, [2, 3]), s.input(F32, [2, 3]), s.input(F32, [1, 3])]
     s.op(OperationType.SELECT, ins, [s.output(F32, [2, 3])])
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "operation 0 (SELECT): input 2: must have input 1's shape [2, 3], got [1, 3]" in str(e.value)
+    expect_bad_data(s, "operation 0 (SELECT): input 2: must have input 1's shape [2, 3], got [1, 3]")

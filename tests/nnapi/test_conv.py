@@ -282,7 +282,9 @@ def test_conv_filter_depth_must_match_input() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 3, 3, 2])
     s.op(OperationType.CONV_2D, [x, w, s.const(T.TENSOR_FLOAT32, [0, 0]), s.i32(PaddingCode.VALID), s.i32(1),
                                  s.i32(1), s.i32(0)], [y])
-    expect_bad_data(s, "operation 0 (CONV_2D): input 1: the filter's depth 2 differs from the input's 4 channels")
+    expect_bad_data(
+        s,
+        "operation 0 (CONV_2D): input 1: the filter's depth 2 differs from the input's 4 channels")
 
 
 def test_depthwise_filter_must_be_depth_in_times_multiplier() -> None:

@@ -141,7 +141,9 @@ def test_fully_connected_bias_scale_must_be_input_times_weights_scale() -> None:
     b = s.const(T.TENSOR_INT32, [0, 0, 0], scale=0.5)
     y = s.output(T.TENSOR_QUANT8_ASYMM, [2, 3], 1.0, 0)
     s.op(OperationType.FULLY_CONNECTED, [x, w, b, s.i32(0)], [y])
-    expect_bad_data(s, "operation 0 (FULLY_CONNECTED): input 2: bias scale 0.5 must equal input scale x filter scale")
+    expect_bad_data(
+        s,
+        "operation 0 (FULLY_CONNECTED): input 2: bias scale 0.5 must equal input scale x filter scale")
 
 
 def test_fully_connected_input_must_split_into_rows() -> None:

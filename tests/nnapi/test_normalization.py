@@ -19,7 +19,7 @@ from teflon_py.tflite.options import (
     SoftmaxOptions,
 )
 from tests.harness import run_litert, single_op
-from tests.nnapi.harness import Spec, check_vs, rng_array, run
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array, run
 
 #: NNAPI type -> (twin dtype, input (scale, zero point))
 TYPES = {T.TENSOR_FLOAT32: (np.float32, None), T.TENSOR_FLOAT16: (np.float32, None),
@@ -238,7 +238,5 @@ def test_softmax_float16_takes_a_float16_beta() -> None:
     s = Spec()
     x = s.input(T.TENSOR_FLOAT16, [2, 3])
     y = s.output(T.TENSOR_FLOAT16, [2, 3])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.SOFTMAX, [x, s.f32(1.0)], [y])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "operation 0 (SOFTMAX): input 1 has type FLOAT32, the operation takes FLOAT16" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.SOFTMAX, [x, s.f32(1.0)], [y]),
+                    "operation 0 (SOFTMAX): input 1 has type FLOAT32, the operation takes FLOAT16")

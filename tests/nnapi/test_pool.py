@@ -166,4 +166,5 @@ def test_pool_filter_must_be_positive() -> None:
     y = s.output(T.TENSOR_FLOAT32, [1, 4, 4, 1])
     s.op(OperationType.L2_POOL_2D, [x, s.i32(PaddingCode.SAME), s.i32(1), s.i32(1), s.i32(0), s.i32(2), s.i32(0)],
          [y])
-    expect_bad_data(s, "operation 0 (L2_POOL_2D): input 4: the filter (width 0, height 2) must be at least 1x1")
+    expect_bad_data(s,
+                    "operation 0 (L2_POOL_2D): input 4: the filter (width 0, height 2) must be at least 1x1")

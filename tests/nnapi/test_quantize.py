@@ -12,7 +12,7 @@ import pytest
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from tests.harness import run_litert
-from tests.nnapi.harness import DTYPES, Spec, check_vs, rng_array
+from tests.nnapi.harness import DTYPES, Spec, check_vs, expect_bad_data, rng_array
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 F32, F16, U8, I8, I32, B8 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -74,19 +74,15 @@ def test_dequantize_per_channel(backend: str, t_out: T, channel_dim: int) -> Non
 
 
 def test_dequantize_rank_up_to_4() -> None:
-    with pytest.raises(NNAPIError) as e:
-        one_op("DEQUANTIZE", U8, F32, GRID[U8], dims=[1, 2, 1, 2, 1])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "operation 0 (DEQUANTIZE): input 0: ranks up to 4 are supported, got 5" in str(e.value)
+    expect_bad_data(lambda: one_op("DEQUANTIZE", U8, F32, GRID[U8], dims=[1, 2, 1, 2, 1]),
+                    "operation 0 (DEQUANTIZE): input 0: ranks up to 4 are supported, got 5")
 
 
 def test_quantize_output_types() -> None:
     s = Spec()
     x = s.input(F32, [2])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.QUANTIZE, [x], [s.output(Q16S, [2], 0.5)])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "(QUANTIZE): output 0 of type TENSOR_QUANT16_SYMM is not supported" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.QUANTIZE, [x], [s.output(Q16S, [2], 0.5)]),
+                    "(QUANTIZE): output 0 of type TENSOR_QUANT16_SYMM is not supported")
 
 
 # -- CAST ---------------------------------------------------------------------------------------------

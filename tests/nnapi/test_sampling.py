@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
-from tests.nnapi.harness import Spec, run
+from teflon_py.nnapi import OperationType
+from tests.nnapi.harness import Spec, expect_bad_data, run
 
 #: chi-square critical value for 3 degrees of freedom at p = 1e-6
 CHI2_3DOF_1E6 = 30.66
@@ -67,10 +67,8 @@ def test_multinomial_never_draws_a_zero_probability_class(backend: str) -> None:
 
 
 def test_multinomial_sample_count_must_be_positive() -> None:
-    with pytest.raises(NNAPIError) as e:
-        model(T.TENSOR_FLOAT32, 1, 4, 0)
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "operation 0 (RANDOM_MULTINOMIAL): input 1: the sample count must be positive, got 0" in str(e.value)
+    expect_bad_data(lambda: model(T.TENSOR_FLOAT32, 1, 4, 0),
+                    "operation 0 (RANDOM_MULTINOMIAL): input 1: the sample count must be positive, got 0")
 
 
 def test_multinomial_takes_2d_logits() -> None:
@@ -78,7 +76,4 @@ def test_multinomial_takes_2d_logits() -> None:
     logits = s.input(T.TENSOR_FLOAT32, [4])
     y = s.output(T.TENSOR_INT32, [1, 3])
     s.op(OperationType.RANDOM_MULTINOMIAL, [logits, s.i32(3), s.const(T.TENSOR_INT32, [1, 2])], [y])
-    with pytest.raises(NNAPIError) as e:
-        s.model()
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "input 0: the logits must be 2-D [batches, classes], got shape [4]" in str(e.value)
+    expect_bad_data(s, "input 0: the logits must be 2-D [batches, classes], got shape [4]")

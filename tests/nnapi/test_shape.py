@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
+from teflon_py.nnapi import OperationType
 from teflon_py.tflite import options as O
 from tests.nnapi.harness import DTYPES, Spec, expect_bad_data, rng_array
 from tests.nnapi.twin_case import MODES, Twin
@@ -162,7 +162,5 @@ def test_fill_value_type_follows_the_output() -> None:
     s = Spec()
     dims = s.const(T.TENSOR_INT32, [2])
     y = s.output(T.TENSOR_INT32, [2])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.FILL, [dims, s.f32(1.0)], [y])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "(FILL): input 1 has type FLOAT32, the operation takes INT32 there" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.FILL, [dims, s.f32(1.0)], [y]),
+                    "(FILL): input 1 has type FLOAT32, the operation takes INT32 there")

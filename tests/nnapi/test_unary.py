@@ -12,7 +12,7 @@ from ai_edge_litert.interpreter import OpResolverType
 from teflon_py.nnapi import NNAPIError, OperationType, ResultCode
 from teflon_py.nnapi import OperandType as T
 from tests.harness import run_litert
-from tests.nnapi.harness import Spec, check_vs, rng_array, run
+from tests.nnapi.harness import Spec, check_vs, expect_bad_data, rng_array, run
 from tests.nnapi.tflite_graphs import TfliteGraph
 
 F32, F16, U8, I8, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -147,10 +147,8 @@ def test_elu_scalar_type_follows_tensor_type() -> None:
     s = Spec()
     x = s.input(F16, [4])
     y = s.output(F16, [4])
-    with pytest.raises(NNAPIError) as e:
-        s.op(OperationType.ELU, [x, s.f32(1.0)], [y])
-    assert e.value.code == ResultCode.BAD_DATA
-    assert "(ELU): input 1 has type FLOAT32, the operation takes FLOAT16 there" in str(e.value)
+    expect_bad_data(lambda: s.op(OperationType.ELU, [x, s.f32(1.0)], [y]),
+                    "(ELU): input 1 has type FLOAT32, the operation takes FLOAT16 there")
 
 
 # -- quantization rules --------------------------------------------------------------------------------
