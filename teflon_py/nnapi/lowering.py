@@ -310,15 +310,15 @@ class Call:
         op = self.operand(k)
         return np.asarray(op.value) if k < self.n_in and op.is_constant else None
 
-    def tensor(self, k: int) -> ir.Tensor:
-        """Input ``k``'s ir tensor as stored (its shape, dtype and quantization)."""
-        return self.b.graph.tensors[self.b.operand_tensor(self.inputs[k])]
+    def ir_tensor(self, t: int) -> ir.Tensor:
+        """ir tensor ``t`` of the graph being built (its shape so far, dtype and quantization)."""
+        return self.b.graph.tensors[t]
 
     def shape(self, k: int) -> tuple[int, ...]:
         t = self.b.operand_tensor(self.inputs[k])
         if t in self.b.dynamic:
             raise Dynamic(f"{self.label}: input {k}'s shape is known only when the model runs")
-        return self.b.graph.tensors[t].shape
+        return self.ir_tensor(t).shape
 
     def rank(self, k: int) -> int:
         return len(self.shape(k))
@@ -330,10 +330,10 @@ class Call:
             raise self.error("is required", k)
         o = self.inputs[k]
         t = self.b.operand_tensor(o)
-        if stored or self.b.graph.tensors[t].dtype != F16:
+        if stored or self.ir_tensor(t).dtype != F16:
             return t
         if o not in self.b.f32_of:
-            src = self.b.graph.tensors[t]
+            src = self.ir_tensor(t)
             if src.is_constant:
                 wide = self.b._new_tensor(None, src.shape, f"{src.name} as float32", dtype=F32,
                                           data=src.data.astype(F32))
@@ -368,7 +368,7 @@ class Call:
             self._output_of[k] = t
             return t
         wide = self.temp(F32, what=f"operand {o} in float32")
-        self._finish.append(lambda: self.emit("CAST", ops.NoAttrs(), [wide], [t]))
+        self.after("CAST", ops.NoAttrs(), [wide], [t])
         self.b.f32_of[o] = wide
         self._output_of[k] = wide
         return wide
@@ -377,7 +377,7 @@ class Call:
              what: str = "temporary") -> int:
         """A new intermediate ir tensor; ``like``: with that ir tensor's dtype and quantization."""
         if like is not None:
-            src = self.b.graph.tensors[like]
+            src = self.ir_tensor(like)
             dtype, quant = src.dtype if dtype is None else dtype, src.quantization if quant is None else quant
         t = self.b._new_tensor(None, (), f"{self.label} {what}", dtype=dtype, quant=quant)
         self.b.pending.add(t)
@@ -387,6 +387,11 @@ class Call:
               what: str = "constant") -> int:
         arr = np.asarray(data, dtype)
         return self.b._new_tensor(None, arr.shape, f"{self.label} {what}", dtype=arr.dtype, quant=quant, data=arr)
+
+    def after(self, opcode: str, attrs: Any, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        """Emit this op once the operation's own ops are emitted (a layout transpose, a float16
+        rounding, a requantization back into the operand); the latest registered runs first."""
+        self._finish.append(lambda: self.emit(opcode, attrs, inputs, outputs))
 
     def emit(self, opcode: str, attrs: Any, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         try:
@@ -408,7 +413,7 @@ class Call:
         if t in self.b.pending:
             raise self.error("the lowering computes nothing into it", k, "output")
         op = self.out_operand(k)
-        shape = self.b.graph.tensors[t].shape
+        shape = self.ir_tensor(t).shape
         if op.dims is None or t in self.b.dynamic:
             return
         if len(op.dims) != len(shape) or any(d and d != s for d, s in zip(op.dims, shape)):
@@ -453,7 +458,7 @@ class Call:
             return target
         tmp = self.temp(like=target, what="output in NHWC")
         perm = self.const(np.array(NCHW_FROM_NHWC, np.int32), what="perm")
-        self._finish.append(lambda: self.emit("TRANSPOSE", ops.NoAttrs(), [tmp, perm], [target]))
+        self.after("TRANSPOSE", ops.NoAttrs(), [tmp, perm], [target])
         return tmp
 
     def subgraph(self, k: int, shapes: Sequence[tuple[int, ...]], pass_through: int = 0) -> int:

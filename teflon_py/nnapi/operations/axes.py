@@ -47,7 +47,7 @@ def then_transpose(c: Call, target: int, perm: Sequence[int], what: str) -> int:
     """A temporary to compute into; after the operation a TRANSPOSE by ``perm`` writes ``target``."""
     tmp = c.temp(like=target, what=what)
     perm_t = c.const(np.array(perm, np.int32), what="perm")
-    c._finish.append(lambda: c.emit("TRANSPOSE", ops.NoAttrs(), [tmp, perm_t], [target]))
+    c.after("TRANSPOSE", ops.NoAttrs(), [tmp, perm_t], [target])
     return tmp
 
 
@@ -55,7 +55,7 @@ def then_reshape(c: Call, target: int, shape: Sequence[int], what: str) -> int:
     """A temporary to compute into; after the operation a RESHAPE to ``shape`` writes ``target``."""
     tmp = c.temp(like=target, what=what)
     attrs = ReshapeAttrs(tuple(int(d) for d in shape))
-    c._finish.append(lambda: c.emit("RESHAPE", attrs, [tmp], [target]))
+    c.after("RESHAPE", attrs, [tmp], [target])
     return tmp
 
 

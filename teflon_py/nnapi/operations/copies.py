@@ -92,7 +92,7 @@ def shifted(q: ir.Quantization, delta: int) -> ir.Quantization:
 def requantize(c: Call, x: int, dtype: type, delta: int, what: str) -> int:
     """ir tensor ``x`` moved to ``dtype`` with its zero point moved by ``delta`` at the same
     scale: a QUANTIZE whose multiplier is exactly 1, so the values shift by ``delta`` exactly."""
-    src = c.b.graph.tensors[x]
+    src = c.ir_tensor(x)
     out = c.temp(dtype, shifted(src.quantization, delta), what=what)
     c.emit("QUANTIZE", ops.NoAttrs(), [x], [out])
     return out

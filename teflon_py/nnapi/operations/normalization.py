@@ -144,7 +144,7 @@ def lower_lrn(c: Call) -> None:
     bias, alpha, beta = (float(c.scalar(k)) for k in (2, 3, 4))
     x, y = along_last(c, c.input(0), 0, rank, axis)
     if rank < 4:  # the op layer's LRN takes 4-D: leading 1s, then back
-        shape = c.b.graph.tensors[x].shape
+        shape = c.ir_tensor(x).shape
         x = reshape(c, x, (1,) * (4 - rank) + tuple(shape), "as 4-D")
         y = then_reshape(c, y, shape, "result as 4-D")
     c.emit("LOCAL_RESPONSE_NORMALIZATION", LRNAttrs(radius, bias, alpha, beta, inclusive=True), [x], [y])

@@ -53,7 +53,7 @@ def lower_pad_v2(c: Call) -> None:
     same_quantization(c)
     value = c.scalar(2)
     x = c.input(0)
-    dtype = c.b.graph.tensors[x].dtype  # float32 for a float16 input, computed widened
+    dtype = c.ir_tensor(x).dtype  # float32 for a float16 input, computed widened
     if dtype.kind in "iu":
         lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
         if not lo <= value <= hi:

@@ -32,15 +32,15 @@ def signed_per_channel(c: Call, x: int, w: int, y: int) -> tuple[int, int]:
     the same scale, zero point - 128: exact), the int8 convolution computes the same
     accumulators and requantization, and its int8 result is shifted back into ``y``. Returns the
     (input, output) ir tensors the convolution then uses."""
-    wt = c.b.graph.tensors[w]
-    xt = c.b.graph.tensors[x]
+    wt = c.ir_tensor(w)
+    xt = c.ir_tensor(x)
     if xt.dtype != np.uint8 or wt.dtype != np.int8:
         return x, y
     shifted_x = c.temp(np.int8, _shifted(xt.quantization), what="input as int8")
     c.emit("QUANTIZE", ops.NoAttrs(), [x], [shifted_x])
-    yt = c.b.graph.tensors[y]
+    yt = c.ir_tensor(y)
     shifted_y = c.temp(np.int8, _shifted(yt.quantization), what="output as int8")
-    c._finish.append(lambda: c.emit("QUANTIZE", ops.NoAttrs(), [shifted_y], [y]))
+    c.after("QUANTIZE", ops.NoAttrs(), [shifted_y], [y])
     return shifted_x, shifted_y
 
 
@@ -52,7 +52,7 @@ def unsigned_per_tensor(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]
     we: the input and a runtime filter through QUANTIZE (same scale, zero point + 128: exact), a
     constant filter shifted here, the uint8 result shifted back into ``y``. Returns the (input,
     filter, output) ir tensors the operation then uses."""
-    xt, wt = c.b.graph.tensors[x], c.b.graph.tensors[w]
+    xt, wt = c.ir_tensor(x), c.ir_tensor(w)
     if xt.dtype != np.int8 or wt.dtype != np.int8 or wt.quantization is None or wt.quantization.per_channel:
         return x, w, y
     shifted_x = c.temp(np.uint8, _shifted(xt.quantization, 128), what="input as uint8")
@@ -63,9 +63,9 @@ def unsigned_per_tensor(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]
     else:
         shifted_w = c.temp(np.uint8, _shifted(wt.quantization, 128), what="filter as uint8")
         c.emit("QUANTIZE", ops.NoAttrs(), [w], [shifted_w])
-    yt = c.b.graph.tensors[y]
+    yt = c.ir_tensor(y)
     shifted_y = c.temp(np.uint8, _shifted(yt.quantization, 128), what="output as uint8")
-    c._finish.append(lambda: c.emit("QUANTIZE", ops.NoAttrs(), [shifted_y], [y]))
+    c.after("QUANTIZE", ops.NoAttrs(), [shifted_y], [y])
     return shifted_x, shifted_w, shifted_y
 
 

@@ -136,5 +136,5 @@ def lower_fill(c: Call) -> None:
     if dims is not None and (dims.size == 0 or (dims < 0).any()):
         raise c.error(f"the shape {dims.tolist()} must have one or more dimensions, none negative", 0)
     y = c.output(0)  # float32 for a float16 output, which the framework rounds back
-    value = c.const(np.array(c.scalar(1), c.b.graph.tensors[y].dtype), what="value")
+    value = c.const(np.array(c.scalar(1), c.ir_tensor(y).dtype), what="value")
     c.emit("FILL", ops.NoAttrs(), [c.input(0), value], [y])
