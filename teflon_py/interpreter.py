@@ -150,9 +150,8 @@ class Interpreter:
             raise ValueError("`model_path` or `model_content` must be specified.")
         else:
             raise ValueError("Can't both provide `model_path` and `model_content`")
-        self._setup(self._model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
-        #: seconds one invoke may take (``run_limits``: ``TEFLON_INVOKE_TIMEOUT`` when None)
-        self.invoke_timeout = run_limits.invoke_timeout(invoke_timeout)
+        self._setup(self._model, experimental_delegates, experimental_preserve_all_tensors, memory_budget,
+                    invoke_timeout)
         #: accepted for LiteRT compatibility and ignored (see the module's docstring)
         self.num_threads = num_threads
         self.op_resolver_type = experimental_op_resolver_type
@@ -162,13 +161,13 @@ class Interpreter:
                 experimental_preserve_all_tensors: bool = False, memory_budget: int | None = None) -> Interpreter:
         """An interpreter over a model another frontend made (NNAPI's lowering), not a file."""
         self = cls.__new__(cls)
-        self._setup(model, experimental_delegates, experimental_preserve_all_tensors, memory_budget)
+        self._setup(model, experimental_delegates, experimental_preserve_all_tensors, memory_budget, None)
         self.num_threads, self.op_resolver_type = None, OpResolverType.AUTO
-        self.invoke_timeout = run_limits.invoke_timeout(None)
         return self
 
     def _setup(self, model: ir.Model, experimental_delegates: Sequence[Delegate] | None,
-               experimental_preserve_all_tensors: bool, memory_budget: int | None) -> None:
+               experimental_preserve_all_tensors: bool, memory_budget: int | None,
+               invoke_timeout: float | None) -> None:
         self._model = fold_model(model)  # constant DENSIFY / float16 DEQUANTIZE, once
         self._delegates = list(experimental_delegates or [])
         for d in self._delegates:
@@ -180,6 +179,8 @@ class Interpreter:
         #: every tensor readable after ``invoke``: delegates then copy each tensor they produce
         #: to the host (their partitions keep none to themselves, and fuse nothing away)
         self.preserve_all_tensors = bool(experimental_preserve_all_tensors)
+        #: seconds one invoke may take (``run_limits``: ``TEFLON_INVOKE_TIMEOUT`` when None)
+        self.invoke_timeout = run_limits.invoke_timeout(invoke_timeout)
         #: held by every call; hold it across ``set_tensor`` / ``invoke`` / ``get_tensor`` to run
         #: one inference atomically when threads share the interpreter (a SignatureRunner call does)
         self.lock = threading.RLock()
@@ -324,9 +325,13 @@ class Interpreter:
         (``teflon_py.executor.RunObserver``: what ``teflon_py.profile`` times). Calls from several
         threads run one after the other; inputs set by another thread since the last invoke are a
         ``ConcurrentUseError`` (they would mix two callers' data)."""
+        self._run(0, observer)
+
+    def _run(self, subgraph_index: int, observer: RunObserver | None = None) -> None:
+        """Run a planned subgraph under the lock, its inputs from this thread, within the limit."""
         with self.lock:
             self._check_setters()
-            executor = self._runnable(0)
+            executor = self._runnable(subgraph_index)
             self._model_state.deadline = run_limits.Deadline(self.invoke_timeout)
             executor.run(observer)
 
@@ -597,10 +602,7 @@ class SignatureRunner:
         it._allocate(self._subgraph_index)
         for name, value in values.items():
             it._set(self._subgraph_index, self._inputs[name], value)
-        it._check_setters()
-        executor = it._runnable(self._subgraph_index)
-        it._model_state.deadline = run_limits.Deadline(it.invoke_timeout)
-        executor.run()
+        it._run(self._subgraph_index)
         return {name: it.get_tensor(index, self._subgraph_index) for name, index in self._outputs.items()}
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
