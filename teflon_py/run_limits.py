@@ -58,8 +58,11 @@ class Deadline:
         self.seconds = seconds
         self.at = None if seconds is None else time.monotonic() + seconds
 
+    def expired(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
+
     def check(self, where: str) -> None:
-        if self.at is not None and time.monotonic() > self.at:
+        if self.expired():
             raise InvokeTimeoutError(f"the invoke ran past its {self.seconds:g} s limit ({where})")
 
 

@@ -9,7 +9,6 @@ WHILE stops with ``LoopLimitError`` past its iteration cap or ``ModelState.loop_
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -66,7 +65,7 @@ def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     run = node.context.run_subgraph
     values = _present(node, inputs)
     limit = node.context.state.loop_timeout
-    deadline = None if limit is None else time.monotonic() + limit
+    deadline = run_limits.Deadline(limit)
     cap = run_limits.max_iterations()
     iterations = 0
     while _truth(node, run(cond, values)[0], f"the output of cond subgraph {cond}"):
@@ -75,7 +74,7 @@ def while_(node: Node, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
                                  f"({run_limits.ITERATIONS_ENV})")
         values = run(body, values)
         iterations += 1
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline.expired():
             raise LoopLimitError(f"{node.op.describe()}: the loop ran past its {limit:g} s limit "
                                  f"({iterations} iterations)")
     return [np.array(v, copy=True) for v in values]
