@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py import ir, ops
+from teflon_py import ops
 from teflon_py.nnapi.enums import OperandType as T
 from teflon_py.nnapi.lowering import Call
+from teflon_py.nnapi.operations.copies import requantize, shifted
 
 
 def check_bias_scale(c: Call, x: int, w: int, b: int) -> None:
@@ -32,16 +33,9 @@ def signed_per_channel(c: Call, x: int, w: int, y: int) -> tuple[int, int]:
     the same scale, zero point - 128: exact), the int8 convolution computes the same
     accumulators and requantization, and its int8 result is shifted back into ``y``. Returns the
     (input, output) ir tensors the convolution then uses."""
-    wt = c.ir_tensor(w)
-    xt = c.ir_tensor(x)
-    if xt.dtype != np.uint8 or wt.dtype != np.int8:
+    if c.ir_tensor(x).dtype != np.uint8 or c.ir_tensor(w).dtype != np.int8:
         return x, y
-    shifted_x = c.temp(np.int8, _shifted(xt.quantization), what="input as int8")
-    c.emit("QUANTIZE", ops.NoAttrs(), [x], [shifted_x])
-    yt = c.ir_tensor(y)
-    shifted_y = c.temp(np.int8, _shifted(yt.quantization), what="output as int8")
-    c.after("QUANTIZE", ops.NoAttrs(), [shifted_y], [y])
-    return shifted_x, shifted_y
+    return requantize(c, x, np.int8, -128, "input as int8"), _shifted_out(c, y, np.int8, -128)
 
 
 def unsigned_per_tensor(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]:
@@ -55,18 +49,13 @@ def unsigned_per_tensor(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]
     xt, wt = c.ir_tensor(x), c.ir_tensor(w)
     if xt.dtype != np.int8 or wt.dtype != np.int8 or wt.quantization is None or wt.quantization.per_channel:
         return x, w, y
-    shifted_x = c.temp(np.uint8, _shifted(xt.quantization, 128), what="input as uint8")
-    c.emit("QUANTIZE", ops.NoAttrs(), [x], [shifted_x])
+    x = requantize(c, x, np.uint8, 128, "input as uint8")
     if wt.is_constant:
-        shifted_w = c.const((wt.data.astype(np.int16) + 128).astype(np.uint8), np.uint8,
-                            _shifted(wt.quantization, 128), what="filter as uint8")
+        w = c.const((wt.data.astype(np.int16) + 128).astype(np.uint8), np.uint8,
+                    shifted(wt.quantization, 128), what="filter as uint8")
     else:
-        shifted_w = c.temp(np.uint8, _shifted(wt.quantization, 128), what="filter as uint8")
-        c.emit("QUANTIZE", ops.NoAttrs(), [w], [shifted_w])
-    yt = c.ir_tensor(y)
-    shifted_y = c.temp(np.uint8, _shifted(yt.quantization, 128), what="output as uint8")
-    c.after("QUANTIZE", ops.NoAttrs(), [shifted_y], [y])
-    return shifted_x, shifted_w, shifted_y
+        w = requantize(c, w, np.uint8, 128, "filter as uint8")
+    return x, w, _shifted_out(c, y, np.uint8, 128)
 
 
 def quantized_domain(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]:
@@ -77,5 +66,9 @@ def quantized_domain(c: Call, x: int, w: int, y: int) -> tuple[int, int, int]:
     return unsigned_per_tensor(c, x, w, y)
 
 
-def _shifted(q: ir.Quantization, by: int = -128) -> ir.Quantization:
-    return ir.Quantization(q.scale.copy(), q.zero_point + by, q.quantized_dimension)
+def _shifted_out(c: Call, y: int, dtype: type, by: int) -> int:
+    """Where the operation computes ``y`` as ``dtype`` (zero point moved ``by``, as ``requantize``
+    moves an input); shifted back into ``y`` after it."""
+    out = c.temp(dtype, shifted(c.ir_tensor(y).quantization, by), what=f"output as {np.dtype(dtype)}")
+    c.after("QUANTIZE", ops.NoAttrs(), [out], [y])
+    return out
