@@ -7,9 +7,12 @@ import pytest
 from teflon_py import ir
 from teflon_py.errors import BackendError
 from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.cpu_tiles import TABLES
 
 pytest.importorskip("pyopencl")
 TOL = 1e-5
+#: every SIMD width's register tiles (the device picks one; each must compute the same)
+TILES = pytest.mark.parametrize("tiles", list(TABLES.values()), ids=list(TABLES))
 ACTS = {ir.Activation.NONE: (-np.inf, np.inf), ir.Activation.RELU: (0.0, np.inf),
         ir.Activation.RELU6: (0.0, 6.0), ir.Activation.RELU_N1_TO_1: (-1.0, 1.0)}
 
@@ -78,13 +81,14 @@ GEMM_CASES = [  # m, n, k, activation
 ]
 
 
+@TILES
 @pytest.mark.parametrize("m,n,k,act", GEMM_CASES)
-def test_gemm(cl_env, m, n, k, act):
+def test_gemm(cl_env, m, n, k, act, tiles):
     rng = np.random.default_rng(m * 1000 + n + k)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
-    y = run(cl_env, kernels.gemm_spec(m, n, k, b, bias, act), a)
+    y = run(cl_env, kernels.gemm_spec(m, n, k, b, bias, act, tiles=tiles), a)
     ref = np.clip(a.astype(np.float64) @ b + bias, *ACTS[act])
     assert rel_err(y, ref) <= TOL
 
@@ -116,13 +120,15 @@ CONV_CASES = [  # input NHWC, oc, kernel, stride, dilation, padding, activation
 ]
 
 
+@TILES
 @pytest.mark.parametrize("shape,oc,ksize,stride,dil,padding,act", CONV_CASES)
-def test_conv2d(cl_env, shape, oc, ksize, stride, dil, padding, act):
+def test_conv2d(cl_env, shape, oc, ksize, stride, dil, padding, act, tiles):
     rng = np.random.default_rng(sum(shape) * 31 + oc)
     x = rng.standard_normal(shape).astype(np.float32)
     w = (rng.standard_normal((oc, *ksize, shape[3])) / np.sqrt(ksize[0] * ksize[1] * shape[3])).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32)
-    spec = kernels.conv2d_spec(shape, w, b, stride=stride, dilation=dil, padding=padding, activation=act)
+    spec = kernels.conv2d_spec(shape, w, b, stride=stride, dilation=dil, padding=padding, activation=act,
+                               tiles=tiles)
     y = run(cl_env, spec, x).reshape(-1)
     wh = kernels.window(shape[1], ksize[0], stride[0], dil[0], padding)
     ww = kernels.window(shape[2], ksize[1], stride[1], dil[1], padding)
@@ -158,14 +164,15 @@ DEPTHWISE_CASES = [  # input NHWC, depth multiplier, kernel, stride, dilation, p
 ]
 
 
+@TILES
 @pytest.mark.parametrize("shape,dm,ksize,stride,dil,padding,act", DEPTHWISE_CASES)
-def test_depthwise(cl_env, shape, dm, ksize, stride, dil, padding, act):
+def test_depthwise(cl_env, shape, dm, ksize, stride, dil, padding, act, tiles):
     rng = np.random.default_rng(sum(shape) * 17 + dm)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((1, *ksize, shape[3] * dm)).astype(np.float32)
     b = rng.standard_normal(shape[3] * dm).astype(np.float32)
     spec = kernels.depthwise_spec(shape, w, b, depth_multiplier=dm, stride=stride, dilation=dil,
-                                  padding=padding, activation=act)
+                                  padding=padding, activation=act, tiles=tiles)
     y = run(cl_env, spec, x)
     wh = kernels.window(shape[1], ksize[0], stride[0], dil[0], padding)
     ww = kernels.window(shape[2], ksize[1], stride[1], dil[1], padding)

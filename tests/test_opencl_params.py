@@ -9,6 +9,7 @@ import pytest
 import teflon_py
 from teflon_py import cli, zoo
 from teflon_py.opencl.caps import Caps
+from teflon_py.opencl.kernels import cpu_tiles
 from teflon_py.opencl.params import ENV, default_family, params_for
 
 POCL = Caps(name="cpu-x86-64", device_type="CPU", platform="Portable Computing Language", compute_units=2)
@@ -40,6 +41,29 @@ def test_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
         params_for(POCL)
     monkeypatch.delenv(ENV)
     assert params_for(LLVMPIPE, "cpu").family == "cpu"
+
+
+@pytest.mark.parametrize("width,table", [(16, "avx512"), (8, "avx2"), (4, "narrow"), (1, "narrow")])
+def test_cpu_tiles_follow_the_vector_width(monkeypatch: pytest.MonkeyPatch, width: int, table: str) -> None:
+    """The cpu family's register tiles are the device's SIMD width's, and inspect says which."""
+    monkeypatch.delenv(cpu_tiles.ENV, raising=False)
+    p = params_for(Caps(float_vector_width=width))
+    assert p.tiles.name == table and p.describe()["tiles"] == table
+    rows = p.tiles.tile_rows
+    assert all(r * nv * 16 <= 24 * 16 for r, nv in p.tiles.blockings)  # accumulators: at most 24 vectors
+    assert rows and all(p.tiles.rows_for(nv) >= 1 for nv in range(1, 5))
+    monkeypatch.setenv(cpu_tiles.ENV, "avx512")
+    assert params_for(Caps(float_vector_width=width)).tiles is cpu_tiles.AVX512
+    monkeypatch.setenv(cpu_tiles.ENV, "sse9")
+    with pytest.raises(ValueError, match=cpu_tiles.ENV):
+        params_for(POCL)
+
+
+def test_the_avx2_tiles_fit_sixteen_registers() -> None:
+    """A 16-float vector is two AVX2 registers: the AVX2 table's accumulators leave room for the
+    B vectors and the broadcast (the AVX-512 tiles spilled there and ran 2-3x slower)."""
+    assert max(r * nv * 2 for r, nv in cpu_tiles.AVX2.blockings) <= 12
+    assert max(r * nv for r, nv in cpu_tiles.AVX512.blockings) <= 24
 
 
 def test_delegate_option_checked() -> None:

@@ -22,6 +22,9 @@ class Caps:
     simd_work_items: bool = False
     fp64: bool = True  # cl_khr_fp64 (no kernel needs it: integer ops are exact in integers)
     fp16: bool = False
+    #: CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT: PoCL's CPU devices say 16 with AVX-512, 8 with
+    #: AVX2, 4 on NEON/SSE (the cpu kernel family's register tiles follow it)
+    float_vector_width: int = 16
     max_work_group_size: int = 4096
     local_mem_size: int = 32768
     image_support: bool = False
@@ -61,6 +64,7 @@ class Caps:
             simd_work_items=kind == "GPU" or _lanes_across_work_items(dev),
             fp64="cl_khr_fp64" in ext and bool(dev.double_fp_config),
             fp16="cl_khr_fp16" in ext,
+            float_vector_width=max(1, int(dev.preferred_vector_width_float)),
             max_work_group_size=int(dev.max_work_group_size),
             local_mem_size=int(dev.local_mem_size),
             image_support=bool(dev.image_support),

@@ -9,7 +9,8 @@ Two families of float kernels:
   run a work-group's work-items across SIMD lanes as a GPU does (Mesa's rusticl on llvmpipe,
   which reports device type CPU: ``Caps.simd_work_items``).
 
-Override: the delegate option ``kernel_family`` ("cpu" | "gpu"), else ``TEFLON_CL_FAMILY``.
+Override: the delegate option ``kernel_family`` ("cpu" | "gpu"), else ``TEFLON_CL_FAMILY``; the
+cpu family's register tiles follow the device's float vector width (``TEFLON_CL_TILES`` overrides).
 The choice changes only how an op is lowered, never whether it is supported: the registry's
 checks stay one per op.
 """
@@ -19,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 from teflon_py.opencl.caps import Caps
+from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles, tiles_for
 
 ENV = "TEFLON_CL_FAMILY"
 FAMILIES = ("cpu", "gpu")
@@ -42,6 +44,8 @@ class KernelParams:
     #: work-items a launch aims for at least: compute units x lanes x a few waves
     min_items: int = 256
     compute_units: int = 1
+    #: cpu family: the register tiles for the device's SIMD width (``kernels.cpu_tiles``)
+    tiles: CpuTiles = AVX512
 
     @property
     def gpu(self) -> bool:
@@ -49,7 +53,10 @@ class KernelParams:
 
     def describe(self) -> dict[str, object]:
         """What ``inspect`` reports of the choice."""
-        return {"kernel_family": self.family, "device": self.device}
+        out: dict[str, object] = {"kernel_family": self.family, "device": self.device}
+        if not self.gpu:
+            out["tiles"] = self.tiles.name
+        return out
 
 
 #: the default for a bare ``Caps()`` (tests that build specs without a device)
@@ -84,4 +91,5 @@ def params_for(caps: Caps, family: str | None = None) -> KernelParams:
     return KernelParams(
         family=family, device=caps.name, gemm_wg=wg, small_wg=min(64, wg_max),
         min_items=max(64, 4 * caps.compute_units * lanes * 8), compute_units=caps.compute_units,
+        tiles=tiles_for(caps.float_vector_width),
     )

@@ -4,19 +4,20 @@ name its arguments and launch geometry (a ``KernelSpec``), and turn a spec into 
 Every size, stride and clamp bound is a kernel ARGUMENT, so one program serves every shape: a
 program costs ~0.1-0.4 s to build and each kernel ~0.15 s to JIT on PoCL, which a model pays
 once per distinct kernel, not per layer. What stays compile-time is what the register blocking
-needs: gemm.cl and conv2d.cl are templates instantiated once per blocking in ``BLOCKINGS``
-inside one program, depthwise.cl once per fast filter geometry in ``DEPTHWISE_FAST``.
+needs: gemm.cl and conv2d.cl are templates instantiated once per blocking of the device's
+``CpuTiles`` (``cpu_tiles``: tiles per SIMD width) inside one program, depthwise.cl once per fast
+filter geometry of the same table.
 
 Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and BENCHMARKS.md):
-- gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``BLOCKINGS``; NV
+- gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``tiles.blockings``; NV
   chosen per layer for the least padded work (``choose_nv``); the last panel and the last row
   block shifted back to end at the tensor's edge (``packing.panel_starts``), so tiles are whole;
   each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn.
 - gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
   row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
   panel while rereading the current one from L2 (gemm.cl).
-- depthwise: 7 output pixels (4 when strided) x 2 rows x every 16-channel block of a pixel run
-  (``cbn`` of them) per work-item.
+- depthwise: a few output pixels x rows (``tiles.depthwise``) x every 16-channel block of a pixel
+  run (``cbn`` of them) per work-item.
 The small generic kernels (elementwise.cl, pool.cl, reduce.cl) take their sizes as scalar
 arguments too; ``row_blocks`` splits their work.
 """
@@ -31,6 +32,7 @@ import numpy as np
 
 from teflon_py import ir, quant
 from teflon_py.opencl.kernels import packing
+from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
 from teflon_py.opencl.runtime.device import DeviceContext
 from teflon_py.opencl.runtime.launch import (
     ArgUse,
@@ -44,11 +46,6 @@ from teflon_py.opencl.runtime.programs import FileEntry, ProgramCache, template
 from teflon_py.ops.common import FusedActivation, Padding
 from teflon_py.ops.common import window as common_window
 
-#: (rows or pixels per work-item, 16-float vectors across N): the gemm and conv2d blockings, each
-#: a kernel of the one gemm (conv2d) program. ~24 accumulators of the 32 AVX-512 registers.
-BLOCKINGS: tuple[tuple[int, int], ...] = ((14, 1), (12, 2), (8, 3), (6, 4))
-#: Rows (gemm) or pixels (conv2d) per work-item for each number of 16-float vectors across N.
-TILE_ROWS = {nv: mr for mr, nv in BLOCKINGS}
 #: Work-items a gemm (conv2d) launch aims for at least; each takes ``tpi`` tiles (``pbn`` pixel
 #: blocks) in turn: fewer, longer items measured faster, down to ~32 per core.
 GEMM_ITEMS = 64
@@ -177,12 +174,13 @@ def vectors_for(channels: int) -> int:
     return min(4, -(-channels // 16))
 
 
-def choose_nv(n: int) -> int:
-    """The NV of ``BLOCKINGS`` that covers ``n`` columns fastest: least work (whole panels, the
+def choose_nv(n: int, tiles: CpuTiles = AVX512) -> int:
+    """The NV of ``tiles.blockings`` that covers ``n`` columns fastest: least work (whole panels, the
     last one overlapping) over its relative speed (96 columns: 2 x 48, not 2 x 64 with a third
     wasted), among those whose panel fits in ``n`` (narrower layers take the kernels' slow edge
     path); 1 below 16 columns."""
-    fitting = [nv for nv in TILE_ROWS if 16 * nv <= n] or [1]
+    rows = tiles.tile_rows
+    fitting = [nv for nv in rows if 16 * nv <= n] or [min(rows)]
     return min(fitting, key=lambda nv: (packing.round_up(n, 16 * nv) / NV_EFFICIENCY[nv], -nv))
 
 
@@ -222,7 +220,7 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
               ldc: int | None = None, ask: int = 1, batching: Batching | None = None,
               pack_strides: tuple[int, int] | None = None, mr: int | None = None,
               nv: int | None = None, residual: Clamp | None = None, tpi: int | None = None,
-              panel_major: bool | None = None) -> KernelSpec:
+              panel_major: bool | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
     """C[m][n] = act(A[m][k] . B + bias) with A rows ``lda`` apart and C rows ``ldc`` apart.
 
     ``b_kn`` is B as [K][N] (or [batches][K][N]), packed here; None when B is packed on the device
@@ -231,8 +229,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     tensor shaped like C.
     """
     gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
-    nv = 4 if gemv else nv or choose_nv(n)
-    mr = 1 if gemv else mr or TILE_ROWS[nv]  # fewer rows than mr take the edge path (no new variant)
+    nv = 4 if gemv else nv or choose_nv(n, tiles)
+    mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
     nr = 16 * nv
     np_ = packing.round_up(n, nr)
     global_size: tuple[int, ...] = (1, 1, 1)
@@ -247,18 +245,18 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     args.update(scalars(bd1=dims[1], bd2=dims[2], **{f"as{i}": v for i, v in enumerate(a_strides)},
                         **{f"bs{i}": v for i, v in enumerate(b_strides)}))
     row_blocks, panels = -(-m // mr), np_ // nr
-    tiles = row_blocks * panels
+    n_tiles = row_blocks * panels
     panel_major = np_ > m if panel_major is None else panel_major  # weights outweigh activations
     if gemv and not tpi:
-        tpi = max(1, tiles // GEMV_ITEMS)
+        tpi = max(1, n_tiles // GEMV_ITEMS)
     if not tpi:
-        tpi = max(1, tiles // GEMM_ITEMS)
+        tpi = max(1, n_tiles // GEMM_ITEMS)
         if panel_major:  # weight-bound: few items, each streaming its panels once
-            tpi = max(tpi, -(-tiles // GEMM_MIN_ITEMS))
+            tpi = max(tpi, -(-n_tiles // GEMM_MIN_ITEMS))
         elif tpi >= panels:  # whole rows per item: each C row written by one work-item
             tpi = -(-tpi // panels) * panels
     args.update(scalars(tpi=tpi, panel_major=int(panel_major)))
-    global_size = (-(-tiles // tpi), 1, global_size[2])
+    global_size = (-(-n_tiles // tpi), 1, global_size[2])
     constants = {"bias": packing.panel_bias(bias, n, nr)}
     if b_kn is not None:
         b = np.asarray(b_kn, np.float32)
@@ -267,7 +265,7 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     meta = {"M": m, "N": n, "K": k, "NP": np_, "NR": nr}
     if pack_strides is not None:
         meta.update({"PSK": pack_strides[0], "PSN": pack_strides[1]})
-    files = template_files("gemm.cl", "gemm", BLOCKINGS, None if gemv else (mr, nv))
+    files = template_files("gemm.cl", "gemm", tiles.blockings, None if gemv else (mr, nv))
     entry = "gemv_1x4" if gemv else f"gemm_{mr}x{nv}"
     if ask != 1:  # A read along k with a stride: its own instantiation (and program)
         entry += "_strided"
@@ -298,10 +296,11 @@ def packed_b_floats(gemm: KernelSpec) -> int:
 
 
 def fully_connected_spec(batch: int, weights_nk: np.ndarray, bias: np.ndarray | None = None,
-                         activation: ir.Activation | int | Clamp = ir.Activation.NONE) -> KernelSpec:
+                         activation: ir.Activation | int | Clamp = ir.Activation.NONE,
+                         tiles: CpuTiles = AVX512) -> KernelSpec:
     """TFLite FULLY_CONNECTED: weights [out][in]."""
     n, k = weights_nk.shape
-    return gemm_spec(batch, n, k, np.asarray(weights_nk, np.float32).T, bias, activation)
+    return gemm_spec(batch, n, k, np.asarray(weights_nk, np.float32).T, bias, activation, tiles=tiles)
 
 
 @dataclass(frozen=True)
@@ -341,7 +340,7 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 padding: ir.Padding | int = ir.Padding.SAME,
                 activation: ir.Activation | int | Clamp = ir.Activation.NONE,
                 pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
-                residual: Clamp | None = None) -> KernelSpec:
+                residual: Clamp | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
     """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM.
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
@@ -354,10 +353,10 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     if (kh, kw) == (1, 1) and stride == (1, 1) and pads == NO_PADS and pw is None:
         spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
-                         activation, nv=nv, residual=residual)
+                         activation, nv=nv, residual=residual, tiles=tiles)
         return _replace(spec, out_shape=(nb, ih, iw, oc))
-    nv = nv or choose_nv(oc)
-    pw = pw or TILE_ROWS[nv]  # fewer pixels than pw take the kernel's edge path (no new variant)
+    nv = nv or choose_nv(oc, tiles)
+    pw = pw or tiles.rows_for(nv)  # fewer pixels than pw take the kernel's edge path (no new variant)
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     npix = nb * wh.out * ww.out
@@ -368,7 +367,7 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     pbn = max(1, min(pixel_blocks, pixel_blocks * (ocp // ocb) // GEMM_ITEMS))
     args.update(scalars(pbn=pbn))
     return KernelSpec(
-        files=template_files("conv2d.cl", "conv2d", BLOCKINGS, (pw, nv)), name="conv2d", defines={},
+        files=template_files("conv2d.cl", "conv2d", tiles.blockings, (pw, nv)), name="conv2d", defines={},
         global_size=(ocp // ocb, -(-pixel_blocks // pbn)), local_size=(1, 1),
         args=("input", "weights", "bias", "zeros", "output", "residual" if residual is not None else "zeros",
               *args),
@@ -385,13 +384,14 @@ def _replace(spec: KernelSpec, **changes: Any) -> KernelSpec:
     return dataclasses.replace(spec, **changes)
 
 
-#: (KW, SW, pixels per row, rows) per work-item of the depthwise kernels that keep a row of
-#: inputs in registers (dilation 1, depth multiplier 1, 16+ channels); any other geometry runs
-#: ``depthwise_any``. Two output rows per work-item share their middle input rows.
-DEPTHWISE_FAST: tuple[tuple[int, int, int, int], ...] = ((3, 1, 7, 2), (3, 2, 4, 2), (5, 1, 6, 2), (5, 2, 4, 2))
-DEPTHWISE_FILES: tuple[FileEntry, ...] = ("common.cl", *(
-    template("depthwise.cl", DEPTHWISE_NAME=f"depthwise_{kw}x{sw}", KW=kw, SW=sw, PW=pw, RH=rh)
-    for kw, sw, pw, rh in DEPTHWISE_FAST))
+def depthwise_files(tiles: CpuTiles) -> tuple[FileEntry, ...]:
+    """The depthwise program: depthwise.cl instantiated once per fast geometry of ``tiles`` (two
+    output rows per work-item share their middle input rows), and ``depthwise_any``."""
+    return ("common.cl", *(
+        template("depthwise.cl", DEPTHWISE_NAME=f"depthwise_{kw}x{sw}", KW=kw, SW=sw, PW=pw, RH=rh)
+        for kw, sw, pw, rh in tiles.depthwise))
+
+
 #: Work-items a depthwise launch aims for at least: fewer, longer items (every channel of a
 #: pixel run: contiguous loads) measured faster than many short ones, down to ~4 per core.
 DEPTHWISE_ITEMS = 8
@@ -401,7 +401,8 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
                    *, depth_multiplier: int = 1, stride: tuple[int, int] = (1, 1),
                    dilation: tuple[int, int] = (1, 1), padding: ir.Padding | int = ir.Padding.SAME,
                    activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
-                   pw: int | None = None, rh: int | None = None, cbn: int | None = None) -> KernelSpec:
+                   pw: int | None = None, rh: int | None = None, cbn: int | None = None,
+                   tiles: CpuTiles = AVX512) -> KernelSpec:
     """NHWC DEPTHWISE_CONV_2D with TFLite's filter [1][KH][KW][C*depth_multiplier]; ``pw``, ``rh``
     and ``cbn`` force a fast kernel's blocking (pixels, rows, 16-channel blocks per work-item)."""
     nb, ih, iw, c = input_shape
@@ -413,18 +414,19 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
     flops = 2 * nb * wh.out * ww.out * oc * kh * kw
     fast = None
     if dilation == (1, 1) and depth_multiplier == 1 and c >= 16:
-        fast = {(k, s): (p, r) for k, s, p, r in DEPTHWISE_FAST}.get((kw, stride[1]))
+        fast = tiles.depthwise_blocking(kw, stride[1])
     if fast is None:
-        return _depthwise_any(input_shape, filt, bias, depth_multiplier, stride, dilation, wh, ww, (lo, hi))
-    files, entry = DEPTHWISE_FILES, f"depthwise_{kw}x{stride[1]}"
+        return _depthwise_any(input_shape, filt, bias, depth_multiplier, stride, dilation, wh, ww, (lo, hi),
+                              tiles)
+    files, entry = depthwise_files(tiles), f"depthwise_{kw}x{stride[1]}"
     if (pw or fast[0], rh or fast[1]) != fast:  # a forced blocking: its own instantiation
         fast = (pw or fast[0], rh or fast[1])
         entry += f"_{fast[0]}x{fast[1]}"
         files = (*files, template("depthwise.cl", DEPTHWISE_NAME=entry, KW=kw, SW=stride[1], PW=fast[0],
                                   RH=fast[1]))
     blocks = -(-c // 16)
-    tiles = -(-ww.out // fast[0]) * -(-wh.out // fast[1]) * nb
-    cbn = cbn or max(1, min(blocks, blocks * tiles // DEPTHWISE_ITEMS))
+    n_tiles = -(-ww.out // fast[0]) * -(-wh.out // fast[1]) * nb
+    cbn = cbn or max(1, min(blocks, blocks * n_tiles // DEPTHWISE_ITEMS))
     args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0], PT=wh.pad, PL=ww.pad,
                    lo=float(lo), hi=float(hi), cbn=cbn)
     return KernelSpec(
@@ -439,7 +441,7 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
 
 def _depthwise_any(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, dm: int,
                    stride: tuple[int, int], dilation: tuple[int, int], wh: Window, ww: Window,
-                   clamp: Clamp) -> KernelSpec:
+                   clamp: Clamp, tiles: CpuTiles = AVX512) -> KernelSpec:
     """The general depthwise kernel: any filter, stride, dilation, depth multiplier, channels."""
     nb, ih, iw, c = input_shape
     _, kh, kw, oc = filt.shape
@@ -448,7 +450,7 @@ def _depthwise_any(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
                    DH=dilation[0], PT=wh.pad, PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), fw=kw,
                    sw=stride[1], dw=dilation[1])
     return KernelSpec(
-        files=DEPTHWISE_FILES, name="depthwise", defines={},
+        files=depthwise_files(tiles), name="depthwise", defines={},
         global_size=(ocp // 16, -(-ww.out // 8), nb * wh.out), local_size=(1, 1, 1),
         args=("input", "weights", "bias", "zeros", "output", *args),
         constants={"weights": packing.pack_depthwise_weights(np.asarray(filt, np.float32)),

@@ -117,7 +117,8 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     if ctx.params.gpu:
         spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
     else:
-        spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
+        spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), tiles=ctx.params.tiles,
+                                   **kw)
     if residual is not None:
         ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
     else:
@@ -137,5 +138,5 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     if ctx.params.gpu:
         spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
     else:
-        spec = kernels.depthwise_spec(shape, w, _bias(ctx), **kw)
+        spec = kernels.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, **kw)
     ctx.launch(spec, input=x, output=ctx.output())

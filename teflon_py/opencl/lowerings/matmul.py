@@ -54,7 +54,7 @@ def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     if ctx.params.gpu:
         spec = gpu_specs.fully_connected_spec(ctx.params, rows, w, bias, ctx.clamp())
     else:
-        spec = kernels.fully_connected_spec(rows, w, bias, ctx.clamp())
+        spec = kernels.fully_connected_spec(rows, w, bias, ctx.clamp(), tiles=ctx.params.tiles)
     ctx.launch(spec, input=x, output=ctx.output())
 
 
@@ -100,12 +100,13 @@ def batch_matmul(ctx: OpEmit, attrs: BatchMatMulAttrs) -> None:
     gpu = ctx.params.gpu
     specs = gpu_specs if gpu else kernels
     extra = (ctx.params,) if gpu else ()
-    probe = specs.gemm_spec(*extra, m, n, k, None)  # the packed size of one B
+    tiles = {} if gpu else {"tiles": ctx.params.tiles}
+    probe = specs.gemm_spec(*extra, m, n, k, None, **tiles)  # the packed size of one B
     packed = specs.packed_b_floats(probe)
     batching = kernels.Batching(dims, _batch_strides(a_shape[:-2], batch, m * k),
                                 _batch_strides(b_shape[:-2], batch, packed))
     spec = specs.gemm_spec(*extra, m, n, k, b_kn, None, ctx.clamp(), lda=lda, ask=ask, batching=batching,
-                           pack_strides=None if b_kn is not None else pack_strides)
+                           pack_strides=None if b_kn is not None else pack_strides, **tiles)
     if b_kn is not None:
         ctx.launch(spec, input=a, output=ctx.output())
         return

@@ -15,8 +15,9 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.opencl.kernels import gpu_specs, packing
 from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
-from teflon_py.opencl.params import KernelParams
+from teflon_py.opencl.params import CPU, KernelParams
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
 from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
@@ -37,18 +38,19 @@ class Geometry:
 
 def transpose_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
                         activation: ir.Activation | int | Clamp = ir.Activation.NONE,
-                        pw: int | None = None, nv: int | None = None) -> KernelSpec:
-    """The gather kernel for filter [OC][KH][KW][IC] (TFLite's layout, packed here)."""
+                        pw: int | None = None, nv: int | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
+    """The gather kernel for filter [OC][KH][KW][IC] (TFLite's layout, packed here); ``pw``
+    output columns x ``nv`` 16-channel vectors per work-item, by default within ``tiles``."""
     nb, ih, iw, ic = g.input_shape
     oc, kh, kw, fic = filt.shape
     if fic != ic:
         raise ValueError(f"filter has {fic} input channels, input has {ic}")
     (oh, ow), (sh, sw), (pt, pl) = g.out_hw, g.stride, g.pad
-    nv = nv or kernels.vectors_for(oc)
+    nv = nv or min(kernels.vectors_for(oc), max(tiles.tile_rows))
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     nj = -(-ow // sw)  # output columns of the widest phase
-    pw = min(pw or kernels.TILE_ROWS[nv], nj)
+    pw = min(pw or tiles.rows_for(nv), nj)
     defines = {"NB": nb, "IH": ih, "IW": iw, "IC": ic, "OH": oh, "OW": ow, "OC": oc, "OCP": ocp, "KH": kh,
                "KW": kw, "SH": sh, "SW": sw, "PT": pt, "PL": pl, "PW": pw, "NV": nv, "NJ": nj,
                **kernels.activation_defines(activation)}
@@ -81,13 +83,14 @@ def as_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
         return gpu_specs.conv2d_spec(params, g.input_shape, flipped, bias, padding=ir.Padding.VALID,
                                      activation=activation, pads=pads)
     return kernels.conv2d_spec(g.input_shape, flipped, bias, padding=ir.Padding.VALID, activation=activation,
-                               pads=pads)
+                               pads=pads, tiles=(params or CPU).tiles)
 
 
 def spec_for(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
              activation: ir.Activation | int | Clamp, params: KernelParams | None = None) -> KernelSpec:
     """Stride 1 as a convolution (``params``'s family), else the scatter-free transpose kernel."""
-    return as_conv_spec(g, filt, bias, activation, params) or transpose_conv_spec(g, filt, bias, activation)
+    return as_conv_spec(g, filt, bias, activation, params) or transpose_conv_spec(
+        g, filt, bias, activation, tiles=(params or CPU).tiles)
 
 
 # -- TRANSPOSE_CONV ---------------------------------------------------------------------------------

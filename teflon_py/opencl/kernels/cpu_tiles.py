@@ -1,0 +1,77 @@
+"""Register tiles of the CPU-style float kernels, per SIMD width: how many rows (pixels) x 16-float
+vectors a gemm / conv2d work-item holds, and which depthwise blockings exist.
+
+PoCL vectorises a work-item's own loops, so a tile's accumulators must fit the CPU's vector
+registers: a 16-float vector is one AVX-512 register, two AVX2 registers, four NEON/SSE ones.
+Tiles sized for AVX-512 (up to 24 accumulator vectors) spill on AVX2 and ran 2-3x slower there;
+the table is chosen per device from ``CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT`` (``Caps``), which
+PoCL sets from the target CPU (16 with AVX-512, 8 with AVX2, 4 on NEON/SSE).
+Override: ``TEFLON_CL_TILES`` (a table's name). Measurements: BENCHMARKS.md, "Tiles per CPU";
+``benchmarks/cl_kernels.py --sweep`` re-measures a machine.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+ENV = "TEFLON_CL_TILES"
+
+
+@dataclass(frozen=True)
+class CpuTiles:
+    """One SIMD width's register tiles for gemm.cl, conv2d.cl and depthwise.cl."""
+
+    name: str
+    #: floats per vector register these tiles were sized for
+    width: int
+    #: (rows or pixels per work-item, 16-float vectors across N): each a kernel of the one gemm
+    #: (conv2d) program; ``choose_nv`` picks per layer among them
+    blockings: tuple[tuple[int, int], ...]
+    #: (KW, SW, pixels per row, rows) per work-item of the depthwise kernels that keep a row of
+    #: inputs in registers (dilation 1, depth multiplier 1, 16+ channels); any other geometry
+    #: runs ``depthwise_any``
+    depthwise: tuple[tuple[int, int, int, int], ...]
+
+    @property
+    def tile_rows(self) -> dict[int, int]:
+        """Rows (gemm) or pixels (conv2d) per work-item for each number of vectors across N."""
+        return {nv: mr for mr, nv in self.blockings}
+
+    def rows_for(self, nv: int) -> int:
+        """Rows per work-item for ``nv`` vectors across N: the table's own, else as many as keep
+        the accumulators within the table's largest tile."""
+        rows = self.tile_rows.get(nv)
+        return rows if rows is not None else max(1, max(r * v for r, v in self.blockings) // nv)
+
+    def depthwise_blocking(self, kw: int, sw: int) -> tuple[int, int] | None:
+        """(pixels, rows) per work-item of the fast depthwise kernel for filter width ``kw`` and
+        column stride ``sw``, or None when there is none."""
+        return {(k, s): (p, r) for k, s, p, r in self.depthwise}.get((kw, sw))
+
+
+#: AVX-512 (32 registers of 16 floats): ~24 accumulators; measured on a Zen 5 and a Rocket Lake
+AVX512 = CpuTiles("avx512", 16, ((14, 1), (12, 2), (8, 3), (6, 4)),
+                  ((3, 1, 7, 2), (3, 2, 4, 2), (5, 1, 6, 2), (5, 2, 4, 2)))
+#: AVX2 (16 registers of 8 floats): 6 rows x 16 columns, 12 registers of accumulators (XNNPACK's
+#: AVX2 shape too); on a Zen 3, 6x1 ran 100-150 GFLOP/s on MobileNet's 1x1 layers where the
+#: AVX-512 tiles ran 40-60, and 2- or 3-vector tiles 40-90. Depthwise: one output row of 4 pixels
+#: (stride 1) or 2 (stride 2) per work-item, 10-40% faster than the AVX-512 blockings there.
+AVX2 = CpuTiles("avx2", 8, ((6, 1),), ((3, 1, 4, 1), (3, 2, 2, 1), (5, 1, 4, 1), (5, 2, 2, 1)))
+#: 4-float registers (NEON: 32 of them, SSE: 16): not measured here; the AVX2 depthwise shapes
+#: and a 4 x 16 tile (16 registers of accumulators)
+NARROW = CpuTiles("narrow", 4, ((4, 1),), AVX2.depthwise)
+
+TABLES = {t.name: t for t in (AVX512, AVX2, NARROW)}
+
+
+def tiles_for(vector_width: int) -> CpuTiles:
+    """The table for a device whose preferred float vector width is ``vector_width`` (``ENV``
+    overrides)."""
+    forced = os.environ.get(ENV, "").strip().lower()
+    if forced:
+        if forced not in TABLES:
+            raise ValueError(f"{ENV}={forced!r}: expected one of {', '.join(TABLES)}")
+        return TABLES[forced]
+    if vector_width >= 16:
+        return AVX512
+    return AVX2 if vector_width >= 8 else NARROW
