@@ -44,6 +44,8 @@ typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
 
 #if defined(W8) && defined(TEFLON_CLANG_VECTORS) && defined(__AVX512VNNI__) && !defined(QCONV_PORTABLE)
 #define QCONV_VNNI 1
+#elif defined(W8) && defined(TEFLON_CLANG_VECTORS) && defined(__AVX2__) && !defined(QCONV_PORTABLE)
+#define QCONV_MADD 1
 #endif
 
 #if defined(W8)
@@ -56,6 +58,37 @@ typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
     _Pragma("unroll") for (int p = 0; p < PW; p++) {                                               \
       const i16v xv = (i16v)(xq[p]);                                                               \
       _Pragma("unroll") for (int j = 0; j < NV; j++) acc[p][j] = __builtin_ia32_vpdpbusd512(acc[p][j], xv, wv[j]); \
+    }                                                                                              \
+  }
+#elif defined(QCONV_MADD)
+// AVX2 (no VNNI): vpmaddwd multiplies 16 int16 pairs and adds each pair into an int32 lane, so
+// a quad is two pairs: the inputs (x0, x1) and (x2, x3) broadcast as int16 pairs, the weights
+// of 8 output channels' (w0, w1) and (w2, w3) pairs, sign-extended from bytes. uint8 x int8
+// products and a pair's sum stay far inside int32: exact. A weight vector's 64 bytes hold 16
+// channels' quads (channel-major); one shuffle per quad and 16 channels, shared by PW pixels,
+// gathers the pairs.
+typedef short s16v __attribute__((ext_vector_type(16)));
+typedef int i8v __attribute__((ext_vector_type(8)));
+#define W_PAIRS(v, c0, t)                                                                          \
+  __builtin_convertvector(__builtin_shufflevector(v, v, 4 * (c0) + (t), 4 * (c0) + (t) + 1,          \
+      4 * (c0) + (t) + 4, 4 * (c0) + (t) + 5, 4 * (c0) + (t) + 8, 4 * (c0) + (t) + 9,                \
+      4 * (c0) + (t) + 12, 4 * (c0) + (t) + 13, 4 * (c0) + (t) + 16, 4 * (c0) + (t) + 17,             \
+      4 * (c0) + (t) + 20, 4 * (c0) + (t) + 21, 4 * (c0) + (t) + 24, 4 * (c0) + (t) + 25,             \
+      4 * (c0) + (t) + 28, 4 * (c0) + (t) + 29), s16v)
+#define QUAD_STEP(xq, q)                                                                           \
+  {                                                                                                \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) {                                               \
+      const c64v wq = *(const __global c64u*)(wp + ((q) * OCB + j * 16) * 4);                      \
+      const s16v w01a = W_PAIRS(wq, 0, 0), w23a = W_PAIRS(wq, 0, 2);                               \
+      const s16v w01b = W_PAIRS(wq, 8, 0), w23b = W_PAIRS(wq, 8, 2);                               \
+      _Pragma("unroll") for (int p = 0; p < PW; p++) {                                             \
+        const uint u = (uint)xq[p];                                                                \
+        const s16v x01 = __builtin_astype((i8v)((int)(u & 0xFFu) | (int)(u & 0xFF00u) << 8), s16v); \
+        const s16v x23 = __builtin_astype((i8v)((int)((u >> 16) & 0xFFu) | (int)(u >> 24) << 16), s16v); \
+        const i8v lo = __builtin_ia32_pmaddwd256(x01, w01a) + __builtin_ia32_pmaddwd256(x23, w23a); \
+        const i8v hi = __builtin_ia32_pmaddwd256(x01, w01b) + __builtin_ia32_pmaddwd256(x23, w23b); \
+        acc[p][j] += __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
+      }                                                                                            \
     }                                                                                              \
   }
 #elif defined(TEFLON_CLANG_VECTORS)
@@ -260,12 +293,14 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
 
 // Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
 // report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd, 3 the
-// standard OpenCL C quads (shifts).
+// standard OpenCL C quads (shifts), 4 AVX2's vpmaddwd pairs.
 __kernel void qconv_variant(__global int* variant) {
 #if !defined(W8)
   variant[0] = 0;
 #elif defined(QCONV_VNNI)
   variant[0] = 2;
+#elif defined(QCONV_MADD)
+  variant[0] = 4;
 #elif defined(TEFLON_CLANG_VECTORS)
   variant[0] = 1;
 #else

@@ -100,10 +100,12 @@ def _compiled_variants(it: teflon_py.Interpreter) -> list:
 
 def test_conv_compiles_the_variant_the_caps_say(device) -> None:
     """The int8 convolution's inner loop is machine-dependent: the partition reports the one that
-    compiled, and it is the one the device's caps promise (VNNI where the compiler targets it)."""
+    compiled, and it is the one the device's caps promise (VNNI where the compiler targets it, else
+    AVX2's vpmaddwd)."""
     it = check_model(_two_convs(), "opencl")
     caps = _device_caps()
-    expected = "vnni" if caps.vnni else ("portable" if caps.clang_vectors else "standard")
+    expected = ("vnni" if caps.vnni else "avx2 madd" if caps.avx2 else
+                "portable" if caps.clang_vectors else "standard")
     assert _compiled_variants(it) == [("qconv", expected)]
 
 
@@ -114,6 +116,30 @@ def test_vnni_conv_path_matches(device) -> None:
                     "path cannot compile here (the portable path is tested on its own)")
     it = check_model(_two_convs(), "opencl")
     assert _compiled_variants(it) == [("qconv", "vnni")]
+
+
+def test_avx2_madd_conv_path_matches(device) -> None:
+    """AVX2's vpmaddwd path (a CPU without VNNI), bit-exact with LiteRT, where the device compiles it;
+    weights at the int8 extremes and inputs over all 256 codes exercise the pair sums' range."""
+    caps = _device_caps()
+    if caps.vnni or not caps.avx2:
+        pytest.skip(f"{caps.name}: compiles the {'VNNI' if caps.vnni else 'non-AVX2'} path instead")
+    it = check_model(_two_convs(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "avx2 madd")]
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (1, 16, 16, 13), np.int8, quantization=quantization(0.02, -128))
+    w = g.add_constant("w", rng.choice(np.array([-128, -127, 127, 0, 1], np.int8), (19, 3, 3, 13)),
+                       quantization=quantization(0.003, 0))
+    b = g.add_constant("b", rng.integers(-9000, 9000, 19).astype(np.int32),
+                       quantization=quantization(0.02 * 0.003, 0))
+    y = g.add_tensor("y", (1, 16, 16, 19), np.int8, quantization=quantization(0.9, 5))
+    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
+    g.mark_outputs(y)
+    inputs = [np.arange(16 * 16 * 13).reshape(1, 16, 16, 13).astype(np.uint8).view(np.int8)]
+    it = check_model(mb.build(), "opencl", inputs=inputs)
+    assert _compiled_variants(it) == [("qconv", "avx2 madd")]
 
 
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,6 +35,9 @@ class Caps:
     #: the kernel compiler targets AVX-512 VNNI (PoCL on such a CPU): int8 convolutions compile
     #: ``qconv.cl``'s vpdpbusd path, else its portable one (partition stats report which compiled)
     vnni: bool = False
+    #: the kernel compiler targets AVX2 (PoCL on such a CPU): without VNNI, int8 convolutions
+    #: compile ``qconv.cl``'s vpmaddwd path
+    avx2: bool = False
     #: float32 division correctly rounded under -cl-fp32-correctly-rounded-divide-sqrt
     fp32_correct_divide: bool = True
     #: float32 subnormals kept (not flushed to zero)
@@ -71,6 +74,7 @@ class Caps:
             max_alloc=max_alloc(dev),
             extensions=ext,
             vnni=clang and _compiles_vnni(dev),
+            avx2=clang and _pocl_cpu(dev) and "avx2" in _target_features(),
             fp32_correct_divide=bool(fp32 & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
             fp32_denorms=bool(fp32 & cl.device_fp_config.DENORM),
             clang_vectors=clang,
@@ -124,9 +128,13 @@ def _takes_clang_vectors(dev: Any) -> bool:
     return _pocl_cpu(dev)
 
 
+def _target_features() -> set[str]:
+    from teflon_py.opencl.runtime import pocl_target
+
+    return pocl_target.target_features()
+
+
 def _compiles_vnni(dev: Any) -> bool:
     """Whether ``dev``'s compiler defines ``__AVX512VNNI__``: a PoCL CPU device whose target CPU
     has the instructions (other platforms' compilers do not take clang's x86 builtins)."""
-    from teflon_py.opencl.runtime import pocl_target
-
-    return _pocl_cpu(dev) and "avx512_vnni" in pocl_target.target_features()
+    return _pocl_cpu(dev) and "avx512_vnni" in _target_features()

@@ -170,7 +170,7 @@ class ResidualAdd:
 
 
 #: ``qconv.cl``'s inner loops, as its ``qconv_variant`` kernel numbers them
-QCONV_VARIANTS = ("int16 weights", "portable", "vnni", "standard")
+QCONV_VARIANTS = ("int16 weights", "portable", "vnni", "standard", "avx2 madd")
 
 
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
