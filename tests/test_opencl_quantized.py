@@ -142,6 +142,18 @@ def test_avx2_madd_conv_path_matches(device) -> None:
     assert _compiled_variants(it) == [("qconv", "avx2 madd")]
 
 
+@pytest.mark.parametrize("table", ["avx512", "avx2", "narrow"])
+def test_conv_tiles_of_every_simd_width_match(device, monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+    """Each SIMD width's int8 convolution tiles (``cpu_tiles``: 1-4 channel vectors, 4-14 pixels)
+    give LiteRT's integers; the partition reports the table it was built with."""
+    from teflon_py.opencl.kernels import cpu_tiles
+
+    monkeypatch.setenv(cpu_tiles.ENV, table)
+    it = check_model(_two_convs(), "opencl")
+    (step,) = [s for s in it._runnable(0).steps if getattr(s, "compiled", None) is not None]
+    assert step.compiled.stats["tiles"] == table
+
+
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shuffle-based path of devices without VNNI: same integers (forced on every device), and
     the partition reports the portable loop compiled, not VNNI (the standard OpenCL C one on a

@@ -31,6 +31,10 @@ class CpuTiles:
     #: inputs in registers (dilation 1, depth multiplier 1, 16+ channels); any other geometry
     #: runs ``depthwise_any``
     depthwise: tuple[tuple[int, int, int, int], ...]
+    #: (pixels per work-item, 16-channel int32 vectors across output channels) of the int8
+    #: convolution (qconv.cl); a layer takes as many vectors as its channels fill, up to the most
+    #: here (each is its own program: fewer shapes, fewer programs to build and JIT)
+    qconv: tuple[tuple[int, int], ...] = ((14, 1), (12, 2), (8, 3), (6, 4))
 
     @property
     def tile_rows(self) -> dict[int, int]:
@@ -40,13 +44,26 @@ class CpuTiles:
     def rows_for(self, nv: int) -> int:
         """Rows per work-item for ``nv`` vectors across N: the table's own, else as many as keep
         the accumulators within the table's largest tile."""
-        rows = self.tile_rows.get(nv)
-        return rows if rows is not None else max(1, max(r * v for r, v in self.blockings) // nv)
+        return _rows(self.blockings, nv)
+
+    @property
+    def qconv_max_vectors(self) -> int:
+        return max(nv for _, nv in self.qconv)
+
+    def qconv_pixels(self, nv: int) -> int:
+        """Pixels per work-item of the int8 convolution with ``nv`` vectors across channels."""
+        return _rows(self.qconv, nv)
 
     def depthwise_blocking(self, kw: int, sw: int) -> tuple[int, int] | None:
         """(pixels, rows) per work-item of the fast depthwise kernel for filter width ``kw`` and
         column stride ``sw``, or None when there is none."""
         return {(k, s): (p, r) for k, s, p, r in self.depthwise}.get((kw, sw))
+
+
+def _rows(blockings: tuple[tuple[int, int], ...], nv: int) -> int:
+    """The rows ``blockings`` give ``nv`` vectors, else as many as its largest tile holds."""
+    rows = {v: r for r, v in blockings}.get(nv)
+    return rows if rows is not None else max(1, max(r * v for r, v in blockings) // nv)
 
 
 #: AVX-512 (32 registers of 16 floats): ~24 accumulators; measured on a Zen 5 and a Rocket Lake
@@ -56,10 +73,12 @@ AVX512 = CpuTiles("avx512", 16, ((14, 1), (12, 2), (8, 3), (6, 4)),
 #: AVX2 shape too); on a Zen 3, 6x1 ran 100-150 GFLOP/s on MobileNet's 1x1 layers where the
 #: AVX-512 tiles ran 40-60, and 2- or 3-vector tiles 40-90. Depthwise: one output row of 4 pixels
 #: (stride 1) or 2 (stride 2) per work-item, 10-40% faster than the AVX-512 blockings there.
-AVX2 = CpuTiles("avx2", 8, ((6, 1),), ((3, 1, 4, 1), (3, 2, 2, 1), (5, 1, 4, 1), (5, 2, 2, 1)))
+#: int8 convolutions: 6 pixels x 16 channels only (qconv.cl's vpmaddwd loop): MobileNetV2 int8 ran
+#: 17 -> 10 ms an invoke, and its first load 12.5 -> 5.4 s (6 programs instead of 9, each smaller)
+AVX2 = CpuTiles("avx2", 8, ((6, 1),), ((3, 1, 4, 1), (3, 2, 2, 1), (5, 1, 4, 1), (5, 2, 2, 1)), ((6, 1),))
 #: 4-float registers (NEON: 32 of them, SSE: 16): not measured here; the AVX2 depthwise shapes
-#: and a 4 x 16 tile (16 registers of accumulators)
-NARROW = CpuTiles("narrow", 4, ((4, 1),), AVX2.depthwise)
+#: and 4 x 16 tiles (16 registers of accumulators)
+NARROW = CpuTiles("narrow", 4, ((4, 1),), AVX2.depthwise, ((4, 1),))
 
 TABLES = {t.name: t for t in (AVX512, AVX2, NARROW)}
 

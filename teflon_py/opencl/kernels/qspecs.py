@@ -16,11 +16,10 @@ import numpy as np
 from teflon_py import ir, quant
 from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
 from teflon_py.opencl.kernels.specs import KernelSpec, Pads
 from teflon_py.ops.common import FusedActivation, Padding, Requantization
 
-#: Pixels per work-item for each number of 16-channel int32 vectors (the float kernels' budget).
-TILE_PIXELS = {4: 6, 3: 8, 2: 12, 1: 14}
 #: OpenCL C element type of each 8-bit tensor type.
 CL_TYPES = {np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar"}
 
@@ -174,14 +173,16 @@ QCONV_VARIANTS = ("int16 weights", "portable", "vnni", "standard", "avx2 madd")
 
 
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
-               bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None) -> KernelSpec:
+               bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None,
+               tiles: CpuTiles = AVX512) -> KernelSpec:
     """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64); with
-    ``residual``, the kernel also reads the ADD's other operand (binding ``res``)."""
+    ``residual``, the kernel also reads the ADD's other operand (binding ``res``); pixels x
+    16-channel vectors per work-item from ``tiles.qconv``."""
     oc, kh, kw, ic = w_ohwi.shape
     wh, ww = kernels.padded_windows(g.ih, g.iw, kh, kw, g.stride, g.dilation, g.padding, g.pads)
     npix = g.nb * wh.out * ww.out
-    nv = kernels.vectors_for(oc)
-    pw = 1 if npix == 1 else TILE_PIXELS[nv]
+    nv = min(kernels.vectors_for(oc), tiles.qconv_max_vectors)
+    pw = 1 if npix == 1 else tiles.qconv_pixels(nv)
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     w8 = bool(w_ohwi.size == 0 or (w_ohwi.min() >= -128 and w_ohwi.max() <= 127))
