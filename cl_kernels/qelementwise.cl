@@ -6,9 +6,11 @@
 // type's minimum), and results are stored as the low byte of the clamped int.
 // Work split as elementwise.cl: rows of `inner` elements, `rpi` rows or one `chunk` per item.
 
-// ADD / SUB / MUL with numpy broadcasting (host: ops_elementwise.broadcast_geometry):
+// ADD / SUB / MUL / SQUARED_DIFFERENCE with numpy broadcasting (host: broadcast_geometry):
 // out = clamp(MBQM(COMBINE(ta[ua], tb[ub]), m, shift) + zo). ADD/SUB's tables hold each input
-// already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp.
+// already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp,
+// int8 SQUARED_DIFFERENCE's offset, shifted left by 7 and rescaled (the host keeps its square in
+// int32 and its shift <= 0, where MBQM is squared_difference.cc's SmallerThanOneExp rescaling).
 #define QBINARY(NAME, COMBINE)                                                                      \
   __kernel void NAME(__global const uchar* restrict A, __global const uchar* restrict B,          \
                      __global uchar* restrict O, __global const int* restrict ta,                  \
@@ -55,6 +57,7 @@
 QBINARY(qadd, x + y)
 QBINARY(qsub, x - y)
 QBINARY(qmul, x * y)
+QBINARY(qsquared_difference, (x - y) * (x - y))
 
 // Any 8-bit -> 8-bit function of one value (RELU family, LOGISTIC, TANH, HARD_SWISH, integer
 // QUANTIZE): out[i] = table[code], the table computed by the fallback kernel itself on all codes.

@@ -24,9 +24,9 @@ LOWERED = {
     "float32": ["DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "ABS", "NEG", "EXP", "LOG", "SQRT",
                 "RSQRT", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "RELU_0_TO_1", "LEAKY_RELU", "ELU",
                 "GELU", "PRELU", "ATAN2", *COMPARISONS, "CAST"],
-    "int32": [*COMPARISONS, "CAST"],
+    "int32": [*COMPARISONS, "CAST", "ADD", "SUB", "MUL"],
     "bool": ["EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT", "SELECT_V2", "CAST"],
-    "int8": ["CAST"],
+    "int8": ["CAST", "RSQRT", "SQUARED_DIFFERENCE"],
     "uint8": ["CAST"],
 }
 

@@ -139,17 +139,28 @@ def minimum(node: Node, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
     return np.where(a < b, a, b)
 
 
-def _squared_difference_params(node: Node) -> tuple[int, ...]:
-    """(offsets, multipliers, shifts) of int8 SQUARED_DIFFERENCE, as squared_difference.cc."""
+#: int8 SQUARED_DIFFERENCE's left shift of each offset input before rescaling
+SQDIFF_LEFT_SHIFT = 7
+
+
+def squared_difference_params(node: Node) -> tuple[int, ...]:
+    """(zero points z1, z2, zo, input multipliers and shifts m1, e1, m2, e2, output multiplier and
+    shift mo, eo) of int8 SQUARED_DIFFERENCE, as squared_difference.cc prepares them."""
     s1, z1 = qparams(node, node.inputs[0])
     s2, z2 = qparams(node, node.inputs[1])
     so, zo = qparams(node, node.outputs[0])
     twice_max = float(F32(2) * max(s1, s2))  # a float32 product, then double
-    left_shift = 7
     m1, e1 = quant.quantize_multiplier(float(s1) / twice_max)
     m2, e2 = quant.quantize_multiplier(float(s2) / twice_max)
-    mo, eo = quant.quantize_multiplier(twice_max * twice_max / float(F32(1 << (2 * left_shift)) * so))
+    mo, eo = quant.quantize_multiplier(twice_max * twice_max / float(F32(1 << (2 * SQDIFF_LEFT_SHIFT)) * so))
     return z1, z2, zo, int(m1), int(e1), int(m2), int(e2), int(mo), int(eo)
+
+
+def squared_difference_input(q: np.ndarray, zero_point: int, multiplier: int, shift: int) -> np.ndarray:
+    """One int8 SQUARED_DIFFERENCE input on the common grid: (q - zero point) << 7 times its
+    multiplier (below 1). A function of each input value alone (the OpenCL kernel's tables)."""
+    smaller = quant.multiply_by_quantized_multiplier_smaller_than_one_exp
+    return smaller((np.asarray(q).astype(np.int64) - zero_point) << SQDIFF_LEFT_SHIFT, multiplier, shift)
 
 
 @register("SQUARED_DIFFERENCE")
@@ -163,11 +174,9 @@ def squared_difference(node: Node, inputs: Sequence[np.ndarray | None]) -> np.nd
     if dtype == INT32:
         d = quant.wrap_int(a.astype(np.int64) - b.astype(np.int64))
         return quant.wrap_int(d * d).astype(np.int32)
-    z1, z2, zo, m1, e1, m2, e2, mo, eo = node.memo("sqdiff", lambda: _squared_difference_params(node))
+    z1, z2, zo, m1, e1, m2, e2, mo, eo = node.memo("sqdiff", lambda: squared_difference_params(node))
+    diff = squared_difference_input(a, z1, m1, e1) - squared_difference_input(b, z2, m2, e2)
     smaller = quant.multiply_by_quantized_multiplier_smaller_than_one_exp
-    x1 = smaller((a.astype(np.int64) - z1) << 7, m1, e1)
-    x2 = smaller((b.astype(np.int64) - z2) << 7, m2, e2)
-    diff = x1 - x2
     return clamp(smaller(diff * diff, mo, eo) + zo, INT8)
 
 

@@ -45,12 +45,20 @@ def apply_activation(node: Node, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         raise node.error(f"fused activation {act.kind.name} is not supported")
     if act.kind == Act.NONE and dtype.kind in "iu":
         return x.astype(dtype, copy=False)
+    lo, hi = activation_bounds(act, dtype)
+    return np.minimum(np.maximum(x, dtype.type(lo)), dtype.type(hi)).astype(dtype, copy=False)
+
+
+def activation_bounds(act: FusedActivation, dtype: np.dtype) -> tuple[float, float] | tuple[int, int]:
+    """The clamp [lo, hi] of a clamping activation on a float or plain-integer output of ``dtype``:
+    its real range within the type's (integer bounds truncated toward zero). Also what the OpenCL
+    int32 ADD/SUB/MUL clamp to, so both backends share the rule."""
     lo, hi = act.range(np.float32)
     info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
     lo, hi = max(lo, info.min), min(hi, info.max)
     if dtype.kind in "iu":
         lo, hi = int(lo), int(hi)
-    return np.minimum(np.maximum(x, dtype.type(lo)), dtype.type(hi)).astype(dtype, copy=False)
+    return lo, hi
 
 
 def _quantized_activation(node: Node) -> FusedActivation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import teflon_py
 from teflon_py import ir
 from teflon_py.errors import ModelError, TeflonError, UnsupportedError
 from teflon_py.tflite import options as opts
@@ -150,13 +151,40 @@ def test_div_int16(backend: str, a: tuple, b: tuple, act: ir.Activation) -> None
     check_model(model, backend, inputs=[x, y])
 
 
-@pytest.mark.parametrize("qp", [(0.05, 3, 0.05, 3, 0.2, -128), (0.03, -40, 0.07, 20, 0.1, -100),
-                                (0.1, 0, 0.02, -5, 0.5, -128)], ids=str)
+#: (scale a, zp a, scale b, zp b, scale out, zp out) of int8 SQUARED_DIFFERENCE: equal scales, mixed,
+#: b much finer than a (its multiplier tiny), an output finer than the squares (saturating)
+SQDIFF_QPARAMS = [(0.05, 3, 0.05, 3, 0.2, -128), (0.03, -40, 0.07, 20, 0.1, -100), (0.1, 0, 0.02, -5, 0.5, -128),
+                  (0.2, 17, 0.0004, -90, 0.02, -128)]
+
+
+@pytest.mark.parametrize("qp", SQDIFF_QPARAMS, ids=str)
 def test_squared_difference_int8(backend: str, qp: tuple) -> None:
+    """Every pair of int8 values (a 256 x 256 broadcast)."""
     s1, z1, s2, z2, so, zo = qp
     quants = (quantization(s1, z1), quantization(s2, z2), quantization(so, zo))
     x, y = all_pairs(np.int8)
     check_model(binary_model("SQUARED_DIFFERENCE", x.shape, y.shape, np.int8, quants), backend, inputs=[x, y])
+
+
+@pytest.mark.parametrize("qp", SQDIFF_QPARAMS[1:3], ids=str)
+@pytest.mark.parametrize(("a", "b"), SHAPE_PAIRS, ids=str)
+def test_squared_difference_int8_shapes(backend: str, a: tuple, b: tuple, qp: tuple) -> None:
+    """Same shapes and the broadcasts of SHAPE_PAIRS (scalar, both sides, rank 5), random values."""
+    s1, z1, s2, z2, so, zo = qp
+    quants = (quantization(s1, z1), quantization(s2, z2), quantization(so, zo))
+    check_model(binary_model("SQUARED_DIFFERENCE", a, b, np.int8, quants), backend, seed=5)
+
+
+def test_squared_difference_int8_output_multiplier_from_one_refused() -> None:
+    """An output scale so fine that the output multiplier reaches 1, which LiteRT's Prepare does
+    not take: the OpenCL lowering refuses it, naming why."""
+    from teflon_py.opencl.lowerings import check_op
+
+    q = quantization(1.0, 0)
+    model = binary_model("SQUARED_DIFFERENCE", (4,), (4,), np.int8, (q, q, quantization(1e-4, 0)))
+    graph = teflon_py.Interpreter(model_content=model).graph
+    verdict = check_op(graph, graph.operations[0], None)
+    assert not verdict.supported and "output multiplier >= 1" in verdict.reason
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16], ids=lambda d: d.__name__)

@@ -6,7 +6,7 @@ import pytest
 
 from teflon_py import ir
 from teflon_py.tflite.options import AddOptions, MulOptions, SubOptions
-from tests.harness import check_model, quantization, single_op
+from tests.harness import check_model, extreme_values, quantization, single_op
 
 OPTIONS = {"ADD": AddOptions, "SUB": SubOptions, "MUL": MulOptions}
 OPS = list(OPTIONS)
@@ -118,6 +118,27 @@ def test_integer(backend: str, op: str, dtype: type, shapes: tuple, act: ir.Acti
     rng = np.random.default_rng(0)
     inputs = [rng.integers(-1000, 1000, s).astype(dtype) for s in shapes]
     check_model(binary_model(op, *shapes, dtype, act), backend, inputs=inputs)
+
+
+@pytest.mark.parametrize("act", [ir.Activation.NONE, ir.Activation.RELU, ir.Activation.RELU_N1_TO_1],
+                         ids=lambda a: a.name)
+@pytest.mark.parametrize("op", OPS)
+def test_int32_edges(backend: str, op: str, act: ir.Activation) -> None:
+    """Every pair of int32 edge values (a 7 x 7 broadcast): sums, differences and products past
+    int32 wrap as C's int32 arithmetic does, then the activation clamps."""
+    edges = extreme_values(np.dtype(np.int32)).astype(np.int32)
+    x, y = edges.reshape(-1, 1), edges
+    wide = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[op](x.astype(np.int64), y.astype(np.int64))
+    assert np.any((wide < -(2**31)) | (wide >= 2**31)), "the case must overflow"
+    check_model(binary_model(op, x.shape, y.shape, np.int32, act), backend, inputs=[x, y])
+
+
+@pytest.mark.parametrize("shapes", [SHAPES[1], SHAPES[3], SHAPES[4], SHAPES[5]], ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_int32_broadcasts(backend: str, op: str, shapes: tuple) -> None:
+    """int32 over the broadcasts test_integer leaves out (scalar-like, rank 5), values mostly at
+    the type's edges, RELU6 (the fallback's integer bounds)."""
+    check_model(binary_model(op, *shapes, np.int32, ir.Activation.RELU6), backend, extremes=True, seed=3)
 
 
 @pytest.mark.parametrize("shapes", [SHAPES[0], SHAPES[2]], ids=str)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import OpResolverType
 
-from teflon_py.errors import UnsupportedError
+from teflon_py.errors import TeflonError, UnsupportedError
 from teflon_py.tflite import options as opts
-from tests.harness import check_model, quantization, run_teflon, single_op
+from tests.harness import check_model, check_placement, quantization, run_litert, run_teflon, single_op
 
 SHAPES = [(7, 5), (1, 4, 4, 3)]
 NOT_IN_REFERENCE_RESOLVER = {"CEIL", "ROUND", "ELU"}
@@ -171,6 +171,36 @@ def test_quantized(backend: str, name: str, dtype: type, seed: int) -> None:
     x = all_values(dtype, rng, low=z_in if name in NON_NEGATIVE else None)
     model = unary_model(op, x.shape, dtype, quantization(s_in, z_in), quantization(s_out, z_out), options)
     check(op, model, backend, [x])
+
+
+#: (input scale, output scale, output zero point), the input zero point -128 (a real range from 0,
+#: as RSQRT's inputs have): coarse and fine inputs, outputs that saturate at 127 near zero.
+RSQRT_INT8 = [(0.02, 0.028, -128), (0.5, 0.006, -128), (0.003, 0.1, -20)]
+
+
+@pytest.mark.parametrize(("s_in", "s_out", "z_out"), RSQRT_INT8, ids=str)
+def test_rsqrt_int8_all_values(backend: str, s_in: float, s_out: float, z_out: int) -> None:
+    """int8 RSQRT on all 256 input values in one tensor (LiteRT's fixed-point inverse sqrt)."""
+    x = np.arange(-128, 128).astype(np.int8).reshape(4, 64)
+    model = unary_model("RSQRT", x.shape, np.int8, quantization(s_in, -128), quantization(s_out, z_out))
+    check_model(model, backend, inputs=[x])
+
+
+def test_rsqrt_int8_below_zero_point(backend: str) -> None:
+    """Inputs below the zero point: LiteRT fails the invoke and so does the fallback; the OpenCL
+    table (which cannot fail) gives 127 there, LiteRT's output for a zero input."""
+    model = unary_model("RSQRT", (256,), np.int8, quantization(0.02, 10), quantization(0.05, -128))
+    x = np.arange(-128, 128).astype(np.int8)
+    if backend == "numpy":
+        with pytest.raises(TeflonError, match="only defined for positive values"):
+            run_teflon(model, [x])
+        return
+    below = int(np.count_nonzero(x < 10))
+    expected = run_litert(model, [np.maximum(x, 10)])[0]  # valid everywhere; its head is the zero input's
+    out, it = run_teflon(model, [x], backend)
+    check_placement(it, backend)
+    assert np.all(expected[:below] == 127)
+    np.testing.assert_array_equal(out[0], expected)
 
 
 @pytest.mark.parametrize("alpha", [-0.3, 0.0, 1.7])

@@ -7,6 +7,7 @@ from teflon_py.opencl.lowerings import (  # noqa: F401  (each module registers i
     conv,
     dynamic_quant,
     elementwise,
+    intmath,
     math,
     matmul,
     movement,

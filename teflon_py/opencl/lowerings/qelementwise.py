@@ -1,10 +1,12 @@
 """int8 / uint8 elementwise ops on OpenCL (``qelementwise.cl``, one program for every shape):
 
-- ADD, SUB, MUL with broadcasting: each input's prepared term (ADD/SUB: offset, shifted left by
-  20 and rescaled; MUL: less its zero point) is a 256-entry table the host fills with the
-  same helpers as the fallback (``teflon_py.quant.binary``); the device combines two table
-  entries, requantizes (MultiplyByQuantizedMultiplier), adds the zero point and clamps.
-- One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, ...),
+- ADD, SUB, MUL and int8 SQUARED_DIFFERENCE with broadcasting: each input's prepared term
+  (ADD/SUB: offset, shifted left by 20 and rescaled; MUL: less its zero point; SQUARED_DIFFERENCE:
+  offset, shifted left by 7 and rescaled) is a 256-entry table the host fills with the same
+  helpers as the fallback (``teflon_py.quant.binary``, ``fallback.binary``); the device combines
+  two table entries (sum, difference, product, squared difference), requantizes
+  (MultiplyByQuantizedMultiplier), adds the zero point and clamps.
+- One-input 8-bit -> 8-bit ops (RELU family, LOGISTIC, TANH, HARD_SWISH, ABS, EXP, int8 RSQRT, ...),
   integer-to-integer QUANTIZE and NNAPI_REQUANTIZE: a 256-entry table computed by running the op's fallback kernel on
   every code, so they are bit-exact with it by construction; the kernel is one table lookup.
 - QUANTIZE float32 -> int8/uint8 and DEQUANTIZE int8/uint8 -> float32, per tensor or channel.
@@ -17,6 +19,7 @@ import numpy as np
 
 from teflon_py import ir, quant
 from teflon_py.errors import UnsupportedError
+from teflon_py.fallback import binary as fallback_binary
 from teflon_py.fallback.registry import KERNELS, Node
 from teflon_py.opencl.caps import Caps
 from teflon_py.opencl.kernels import qspecs as qkernels
@@ -32,9 +35,13 @@ FILES = ("quant.cl", "qelementwise.cl")
 KINDS = ("int8", "uint8")
 #: one-input ops whose 8-bit output is a function of the input value alone (a table lookup)
 LUT_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "ABS", "NEG",
-           "EXP", "LOG", "ELU", "GELU", "LEAKY_RELU")
+           "EXP", "LOG", "ELU", "GELU", "LEAKY_RELU", "RSQRT")
 #: LUT ops TFLite computes for int8 only (its uint8 variants do not exist, so no uint8 table either)
-INT8_ONLY = ("ABS", "NEG", "EXP", "LOG", "ELU")
+INT8_ONLY = ("ABS", "NEG", "EXP", "LOG", "ELU", "RSQRT")
+#: LUT ops LiteRT defines only from the input's zero point up (it fails the invoke on a smaller
+#: value, as the fallback does). The device cannot fail an invoke: below the zero point its table
+#: repeats the zero point's entry (RSQRT: the type's max, LiteRT's answer for a zero input).
+FROM_ZERO_POINT = ("RSQRT",)
 
 
 def _unsupported(message: str) -> Exception:
@@ -64,6 +71,8 @@ def binary_tables(name: str, attrs: BinaryAttrs, tensors: OpTensors) -> tuple[
         np.ndarray, np.ndarray, int, int, int, int, int]:
     """(table a, table b, multiplier, shift, output zero point, lo, hi) of a quantized ADD/SUB/MUL
     (``teflon_py.quant.binary``'s numbers, as the fallback uses them)."""
+    if name == "SQUARED_DIFFERENCE":
+        return squared_difference_tables(attrs, tensors)
     in1, in2, out = tensors.inputs[0], tensors.inputs[1], tensors.outputs[0]
     a, b = codes(in1.dtype), codes(in2.dtype)
     if name == "MUL":
@@ -77,6 +86,32 @@ def binary_tables(name: str, attrs: BinaryAttrs, tensors: OpTensors) -> tuple[
         m, e = p["mo"], p["eo"]
     ints = (int(m), int(e), int(p["out_off"]), int(p["lo"]), int(p["hi"]))
     return (ta.astype(np.int32), tb.astype(np.int32), *ints)
+
+
+#: the most |table a entry| + |table b entry| whose square the kernel's int32 arithmetic holds
+_SQDIFF_MAX_DIFF = 46340  # floor(sqrt(2^31 - 1))
+
+
+def squared_difference_tables(attrs: object, tensors: OpTensors) -> tuple[
+        np.ndarray, np.ndarray, int, int, int, int, int]:
+    """``binary_tables`` of int8 SQUARED_DIFFERENCE: each input offset, shifted left by 7 and
+    rescaled by the fallback's own helper; out = MBQM((a - b)^2, mo, eo) + zo, clamped to int8.
+
+    Refused (UnsupportedError): an output multiplier of 1 or more (eo > 0), on which LiteRT's
+    Prepare aborts (QuantizeMultiplierSmallerThanOneExp's checks) and the kernel's requantization
+    would not match the fallback's; tables whose difference could square past int32 (never with multipliers
+    below 1: |entry| <= 255 * 2^7 / 2)."""
+    node = _node("SQUARED_DIFFERENCE", attrs, tensors)
+    quant.require_per_tensor((*tensors.inputs[:2], tensors.outputs[0]), _unsupported)
+    z1, z2, zo, m1, e1, m2, e2, mo, eo = fallback_binary.squared_difference_params(node)
+    if eo > 0:
+        raise UnsupportedError(f"output multiplier >= 1 (shift {eo}): LiteRT's kernel takes only multipliers below 1")
+    ta = fallback_binary.squared_difference_input(codes(np.int8), z1, m1, e1)
+    tb = fallback_binary.squared_difference_input(codes(np.int8), z2, m2, e2)
+    if int(np.abs(ta).max()) + int(np.abs(tb).max()) > _SQDIFF_MAX_DIFF:
+        raise UnsupportedError("the squared difference of the rescaled inputs could pass int32")
+    lo, hi = quant.QRANGE[np.dtype(np.int8)]
+    return ta.astype(np.int32), tb.astype(np.int32), mo, eo, zo, int(lo), int(hi)
 
 
 def binary_reason(name: str, attrs: BinaryAttrs, tensors: OpTensors) -> str | None:
@@ -102,8 +137,13 @@ def check_mul(attrs: BinaryAttrs, tensors: OpTensors, caps: object) -> str | Non
     return binary_reason("MUL", attrs, tensors)
 
 
+def check_squared_difference(attrs: object, tensors: OpTensors, caps: object) -> str | None:
+    return binary_reason("SQUARED_DIFFERENCE", attrs, tensors)
+
+
 def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
-    """``qadd`` / ``qsub`` / ``qmul``: two table lookups, one requantization per element."""
+    """``qadd`` / ``qsub`` / ``qmul`` / ``qsquared_difference``: two table lookups, one
+    requantization per element."""
     op = ctx.op
     ta, tb, m, e, zo, lo, hi = binary_tables(op.name, attrs, OpTensors.of(ctx.graph, op))
     a, b, y = ctx.operand(0), ctx.operand(1), op.outputs[0]
@@ -123,12 +163,21 @@ def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
 # -- table lookups -----------------------------------------------------------------------------------
 
 def lut_table(name: str, attrs: object, tensors: OpTensors) -> np.ndarray:
-    """The op's fallback kernel on every input code: the table the device looks outputs up in."""
+    """The op's fallback kernel on every input code: the table the device looks outputs up in
+    (``FROM_ZERO_POINT`` ops: on the codes from the zero point up, its entry repeated below)."""
     x, y = tensors.inputs[0], tensors.outputs[0]
-    out = np.asarray(KERNELS[name](_node(name, attrs, tensors), [codes(x.dtype)]))
-    if out.dtype != y.dtype or out.shape != (256,):
-        raise UnsupportedError(f"the fallback gave {out.dtype} {out.shape} for 256 codes")
-    return out.view(np.uint8)
+    values = codes(x.dtype)
+    start = 0
+    if name in FROM_ZERO_POINT:
+        if x.quantization is None:
+            raise UnsupportedError(f"{x.describe()} has no quantization parameters")
+        start = x.zero_point - int(values[0])
+        if not 0 <= start < values.size:
+            raise UnsupportedError(f"input zero point {x.zero_point} outside the type's range")
+    out = np.asarray(KERNELS[name](_node(name, attrs, tensors), [values[start:]]))
+    if out.dtype != y.dtype or out.shape != (values.size - start,):
+        raise UnsupportedError(f"the fallback gave {out.dtype} {out.shape} for {values.size - start} codes")
+    return np.concatenate([np.repeat(out[:1], start), out]).view(np.uint8)
 
 
 def lut_reason(name: str, attrs: object, tensors: OpTensors) -> str | None:
@@ -260,6 +309,8 @@ for _kind in KINDS:
     register("ADD", kind=_kind, check=check_add, max_rank=6)(binary)
     register("SUB", kind=_kind, check=check_sub, max_rank=6)(binary)
     register("MUL", kind=_kind, check=check_mul, max_rank=6)(binary)
+    if _kind == "int8":  # LiteRT's quantized SQUARED_DIFFERENCE is int8 only
+        register("SQUARED_DIFFERENCE", kind=_kind, check=check_squared_difference, max_rank=6)(binary)
     for _name in (*LUT_OPS, "QUANTIZE", "NNAPI_REQUANTIZE"):
         if _kind == "uint8" and _name in INT8_ONLY:
             continue
