@@ -39,8 +39,9 @@ LUT_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "
 #: LUT ops TFLite computes for int8 only (its uint8 variants do not exist, so no uint8 table either)
 INT8_ONLY = ("ABS", "NEG", "EXP", "LOG", "ELU", "RSQRT")
 #: LUT ops LiteRT defines only from the input's zero point up (it fails the invoke on a smaller
-#: value, as the fallback does). The device cannot fail an invoke: below the zero point its table
-#: repeats the zero point's entry (RSQRT: the type's max, LiteRT's answer for a zero input).
+#: value, as the fallback does). The device cannot fail an invoke, so these run on it only when
+#: no code lies below the zero point (the type's lowest code: what a layer norm's variance, whose
+#: range starts at 0, has); the table starts at the zero point.
 FROM_ZERO_POINT = ("RSQRT",)
 
 
@@ -189,7 +190,15 @@ def lut_reason(name: str, attrs: object, tensors: OpTensors) -> str | None:
 
 def _lut_check(name: str) -> Callable[[object, OpTensors, object], str | None]:
     def check(attrs: object, tensors: OpTensors, caps: object) -> str | None:
-        return lut_reason(name, attrs, tensors)
+        reason = lut_reason(name, attrs, tensors)
+        x = tensors.inputs[0]
+        if reason is None and name in FROM_ZERO_POINT and x.quantization is not None:
+            lowest = int(codes(x.dtype)[0])
+            if x.zero_point > lowest:
+                return (f"{name} of {x.describe()}: codes below its zero point {x.zero_point} are negative "
+                        f"values, on which LiteRT fails the invoke; an OpenCL kernel cannot fail one "
+                        f"(zero point {lowest} runs here)")
+        return reason
 
     check.__name__ = check.__qualname__ = f"check_{name.lower()}"
     return check
