@@ -141,3 +141,71 @@ __kernel void depthwise_any(__global const float* restrict in, __global const fl
   for (int p = 0; p < pixels; p++) store_upto(o + p * OC, clamp16(t[p], lo, hi), OC - oc0);
 }
 #endif
+
+#ifndef DEPTHWISE_ROWS
+#define DEPTHWISE_ROWS
+#define PV_ROWS 4
+// Depth multiplier 1 with C dividing 16 (1, 2, 4 or 8 channels: MediaPipe's landmark models run
+// 3x3 depthwise layers of 8 channels at 256x256), stride 1 and dilation 1 along W. An output row
+// is OW * C contiguous floats, and lane l of a vector starting at a multiple of 16 is channel
+// l % C, so column tap kw reads the input row at the same flat offset shifted by (kw - PL) * C:
+// whole-vector loads and stores where depthwise_any would gather 16 lanes of 16 channels, half of
+// them padding. A flat input offset lies in [0, IW * C) exactly when its pixel lies in the row, so
+// only vectors crossing a row's ends load lane by lane (zeros outside). Weights and bias arrive as
+// 16-lane patterns (channel l % C in lane l), [KH][fw][16] and [16]. Each work-item computes
+// PV_ROWS vectors of `rpi` consecutive output rows. Global (ceil(OW * C / (16 * PV_ROWS)),
+// ceil(NB * OH / rpi)), local 1x1.
+__kernel void depthwise_rows(__global const float* restrict in, __global const float* restrict w,
+                             __global const float* restrict bias, __global float* restrict out,
+                             const int NB, const int IH, const int IW, const int C, const int OH,
+                             const int OW, const int KH, const int fw, const int SH, const int DH,
+                             const int PT, const int PL, const float lo, const float hi, const int rpi) {
+  const int row_len = OW * C, in_len = IW * C;
+  const int f0 = get_global_id(0) * (16 * PV_ROWS);
+  const int r0 = get_global_id(1) * rpi;
+  const int r1 = r0 + rpi < NB * OH ? r0 + rpi : NB * OH;
+  const f16u bv = LOAD16(bias);
+  for (int row = r0; row < r1; row++) {
+    const int n = row / OH, oh = row % OH;
+    f16u acc[PV_ROWS];
+#pragma unroll
+    for (int v = 0; v < PV_ROWS; v++) acc[v] = bv;
+    for (int kh = 0; kh < KH; kh++) {
+      const int ih = oh * SH - PT + kh * DH;
+      if ((uint)ih >= (uint)IH) continue;
+      const __global float* line = in + (n * IH + ih) * in_len;
+      for (int kw = 0; kw < fw; kw++) {
+        const f16u wv = LOAD16(w + (kh * fw + kw) * 16);
+        const int shift = (kw - PL) * C;
+#pragma unroll
+        for (int v = 0; v < PV_ROWS; v++) {
+          const int o = f0 + v * 16 + shift;
+          f16u x;
+          if (o >= 0 && o + 16 <= in_len) {
+            x = LOAD16(line + o);
+          } else {
+            x = 0.0f;
+            for (int l = 0; l < 16; l++) {
+              if ((uint)(o + l) < (uint)in_len) x[l] = line[o + l];
+            }
+          }
+          acc[v] = x * wv + acc[v];
+        }
+      }
+    }
+    __global float* orow = out + row * row_len;
+    f16u t[PV_ROWS];
+#pragma unroll
+    for (int v = 0; v < PV_ROWS; v++) t[v] = acc[v];
+#pragma unroll 1
+    for (int v = 0; v < PV_ROWS && f0 + v * 16 < row_len; v++) {
+      const int f = f0 + v * 16;
+      if (f + 16 <= row_len) {
+        STORE16(orow + f, clamp16(t[v], lo, hi));
+      } else {
+        store_upto(orow + f, clamp16(t[v], lo, hi), row_len - f);
+      }
+    }
+  }
+}
+#endif

@@ -161,18 +161,28 @@ DEPTHWISE_CASES = [  # input NHWC, depth multiplier, kernel, stride, dilation, p
     ((1, 2, 2, 3), 1, (3, 3), (1, 1), (1, 1), ir.Padding.SAME, ir.Activation.NONE),  # tiny
     ((1, 112, 112, 32), 1, (3, 3), (1, 1), (1, 1), ir.Padding.SAME, ir.Activation.RELU6),  # MobileNet
     ((1, 14, 14, 512), 1, (3, 3), (2, 2), (1, 1), ir.Padding.SAME, ir.Activation.RELU6),
+    # C dividing 16, stride and dilation 1 along W: depthwise_rows (flat row vectors)
+    ((1, 17, 19, 8), 1, (3, 3), (1, 1), (1, 1), ir.Padding.SAME, ir.Activation.RELU6),
+    ((2, 9, 10, 4), 1, (5, 5), (1, 1), (1, 1), ir.Padding.SAME, ir.Activation.NONE),
+    ((1, 11, 30, 2), 1, (3, 3), (2, 1), (2, 1), ir.Padding.VALID, ir.Activation.RELU),
+    ((1, 6, 70, 1), 1, (3, 5), (1, 1), (1, 1), ir.Padding.SAME, ir.Activation.NONE),
+    ((1, 64, 64, 8), 1, (1, 1), (1, 1), (1, 1), ir.Padding.VALID, ir.Activation.NONE),
 ]
 
 
 @TILES
 @pytest.mark.parametrize("shape,dm,ksize,stride,dil,padding,act", DEPTHWISE_CASES)
 def test_depthwise(cl_env, shape, dm, ksize, stride, dil, padding, act, tiles):
+    """Every depthwise path of the CPU family: the fast templates (16+ channels), depthwise_rows
+    (C dividing 16, stride and dilation 1 along W) and depthwise_any (the rest)."""
     rng = np.random.default_rng(sum(shape) * 17 + dm)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((1, *ksize, shape[3] * dm)).astype(np.float32)
     b = rng.standard_normal(shape[3] * dm).astype(np.float32)
     spec = kernels.depthwise_spec(shape, w, b, depth_multiplier=dm, stride=stride, dilation=dil,
                                   padding=padding, activation=act, tiles=tiles)
+    c = shape[3]
+    assert (spec.entry == "depthwise_rows") == (dm == 1 and 16 % c == 0 and c < 16 and stride[1] == dil[1] == 1)
     y = run(cl_env, spec, x)
     wh = kernels.window(shape[1], ksize[0], stride[0], dil[0], padding)
     ww = kernels.window(shape[2], ksize[1], stride[1], dil[1], padding)

@@ -412,6 +412,8 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     lo, hi = clamp_of(activation)
     flops = 2 * nb * wh.out * ww.out * oc * kh * kw
+    if depth_multiplier == 1 and c < 16 and 16 % c == 0 and stride[1] == 1 and dilation[1] == 1:
+        return _depthwise_rows(input_shape, filt, bias, stride[0], dilation[0], wh, ww, (lo, hi), tiles)
     fast = None
     if dilation == (1, 1) and depth_multiplier == 1 and c >= 16:
         fast = tiles.depthwise_blocking(kw, stride[1])
@@ -436,6 +438,34 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
         constants={"weights": np.ascontiguousarray(np.asarray(filt, np.float32)[0]),
                    "bias": packing.pad_vector(bias, oc, oc)},
         zeros=16, flops=flops, scalars=args, entry=entry, out_shape=(nb, wh.out, ww.out, oc),
+    )
+
+
+#: Work-items a ``depthwise_rows`` launch aims for (each takes whole rows in turn).
+DEPTHWISE_ROWS_ITEMS = 16
+
+
+def _depthwise_rows(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, sh: int,
+                    dh: int, wh: Window, ww: Window, clamp: Clamp, tiles: CpuTiles) -> KernelSpec:
+    """``depthwise_rows``: depth multiplier 1, C in (1, 2, 4, 8), stride and dilation 1 along W;
+    an output row as flat vectors (lane l is channel l % C)."""
+    nb, ih, iw, c = input_shape
+    _, kh, kw, _ = filt.shape
+    reps = 16 // c
+    weights = np.tile(np.asarray(filt, np.float32)[0], (1, 1, reps))  # [KH][KW][16]
+    bias16 = np.tile(packing.pad_vector(bias, c, c), reps)
+    segments = -(-ww.out * c // (16 * 4))  # PV_ROWS vectors each
+    rows = nb * wh.out
+    rpi = max(1, rows * segments // DEPTHWISE_ROWS_ITEMS)
+    args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, fw=kw, SH=sh, DH=dh, PT=wh.pad,
+                   PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), rpi=rpi)
+    return KernelSpec(
+        files=depthwise_files(tiles), name="depthwise", defines={},
+        global_size=(segments, -(-rows // rpi)), local_size=(1, 1),
+        args=("input", "weights", "bias", "output", *args),
+        constants={"weights": np.ascontiguousarray(weights), "bias": bias16.astype(np.float32)},
+        flops=2 * rows * ww.out * c * kh * kw, scalars=args, entry="depthwise_rows",
+        out_shape=(nb, wh.out, ww.out, c),
     )
 
 
