@@ -78,6 +78,12 @@ GEMM_CASES = [  # m, n, k, activation
     (100, 130, 33, ir.Activation.RELU_N1_TO_1),
     (13, 48, 17, ir.Activation.NONE),
     (196, 256, 128, ir.Activation.RELU6),
+    # N dividing 16: gemm_narrow (C as flat vectors), row counts that leave partial vectors
+    (4099, 8, 8, ir.Activation.RELU6),
+    (37, 4, 21, ir.Activation.NONE),
+    (9, 2, 5, ir.Activation.RELU),
+    (1, 1, 30, ir.Activation.NONE),
+    (50, 1, 3, ir.Activation.RELU_N1_TO_1),
 ]
 
 
@@ -88,7 +94,9 @@ def test_gemm(cl_env, m, n, k, act, tiles):
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
-    y = run(cl_env, kernels.gemm_spec(m, n, k, b, bias, act, tiles=tiles), a)
+    spec = kernels.gemm_spec(m, n, k, b, bias, act, tiles=tiles)
+    assert spec.entry.startswith("gemm_narrow") == (n < 16 and 16 % n == 0)
+    y = run(cl_env, spec, a)
     ref = np.clip(a.astype(np.float64) @ b + bias, *ACTS[act])
     assert rel_err(y, ref) <= TOL
 

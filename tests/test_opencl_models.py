@@ -56,37 +56,38 @@ def compiled_partition(it):
 F32 = np.float32
 
 
-def residual_block(case: str) -> bytes:
-    """x -> conv 1x1 (RELU6) -> conv 3x3 -> ADD with x (or its variants), as MobileNetV2 does."""
+def residual_block(case: str, ch: int = 24) -> bytes:
+    """x -> conv 1x1 (RELU6) -> conv 3x3 -> ADD with x (or its variants), as MobileNetV2 does, over
+    ``ch`` channels (8: the narrow-column gemm)."""
     rng = np.random.default_rng(3)
     mb = ModelBuilder()
     g = mb.main
-    x = g.add_input("x", (1, 6, 7, 24), F32)
+    x = g.add_input("x", (1, 6, 7, ch), F32)
 
     def conv(inp: int, k: int, act: ir.Activation, name: str) -> int:
         c = g.graph.tensors[inp].shape[3]
-        w = g.add_constant(f"{name}/w", (rng.standard_normal((24, k, k, c)) / np.sqrt(k * k * c)).astype(F32))
-        b = g.add_constant(f"{name}/b", rng.standard_normal(24).astype(F32))
-        y = g.add_tensor(name, (1, 6, 7, 24), F32)
+        w = g.add_constant(f"{name}/w", (rng.standard_normal((ch, k, k, c)) / np.sqrt(k * k * c)).astype(F32))
+        b = g.add_constant(f"{name}/b", rng.standard_normal(ch).astype(F32))
+        y = g.add_tensor(name, (1, 6, 7, ch), F32)
         g.add_op("CONV_2D", [inp, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1,
                                                              fused_activation_function=act))
         return y
 
     h = conv(x, 1, ir.Activation.RELU6, "expand")
-    y = conv(h, 3 if case != "gemm" else 1, ir.Activation.RELU if case == "both-act" else ir.Activation.NONE, "project")
+    y = conv(h, 3 if not case.startswith("gemm") else 1, ir.Activation.RELU if case == "both-act" else ir.Activation.NONE, "project")
     other = x
     if case == "late-operand":  # the ADD's other operand is made after the conv, by no conv: no fold
-        other = g.add_tensor("late", (1, 6, 7, 24), F32)
+        other = g.add_tensor("late", (1, 6, 7, ch), F32)
         g.add_op("RELU", [x], [other])
     if case == "late-conv":  # the other operand is a later conv's output: the ADD folds into that one
         other = conv(x, 1, ir.Activation.NONE, "late")
     add_act = ir.Activation.RELU6 if case in ("both-act", "relu-after") else ir.Activation.NONE
     inputs = [other, y] if case == "swapped" else [y, other]
-    out = g.add_tensor("sum", (1, 6, 7, 24), F32)
+    out = g.add_tensor("sum", (1, 6, 7, ch), F32)
     g.add_op("ADD", inputs, [out], O.AddOptions(fused_activation_function=add_act))
     outputs = [out]
     if case == "relu-after":
-        r = g.add_tensor("relu", (1, 6, 7, 24), F32)
+        r = g.add_tensor("relu", (1, 6, 7, ch), F32)
         g.add_op("RELU", [out], [r])
         outputs = [r]
     if case == "shared":  # the conv's output is also a graph output: no fold
@@ -95,12 +96,13 @@ def residual_block(case: str) -> bytes:
     return mb.build()
 
 
-@pytest.mark.parametrize("case, folds", [("gemm", True), ("conv3x3", True), ("swapped", True), ("both-act", True),
-                                         ("relu-after", True), ("late-conv", True), ("late-operand", False),
-                                         ("shared", False)])
+@pytest.mark.parametrize("case, folds", [("gemm", True), ("gemm-narrow", True), ("conv3x3", True), ("swapped", True),
+                                         ("both-act", True), ("relu-after", True), ("late-conv", True),
+                                         ("late-operand", False), ("shared", False)])
 def test_residual_add_folds_into_the_conv(family: str, case: str, folds: bool) -> None:
-    x = np.random.default_rng(1).standard_normal((1, 6, 7, 24)).astype(np.float32)
-    it = check_model(residual_block(case), "opencl", inputs=[x])
+    ch = 8 if case == "gemm-narrow" else 24
+    x = np.random.default_rng(1).standard_normal((1, 6, 7, ch)).astype(np.float32)
+    it = check_model(residual_block(case, ch), "opencl", inputs=[x])
     add = next(op.index for op in it.graph.operations if op.name == "ADD")
     assert (add in compiled_partition(it).stats["folded"]) == folds
 

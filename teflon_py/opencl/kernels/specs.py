@@ -228,6 +228,9 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
     tensor shaped like C.
     """
+    if (n < 16 and 16 % n == 0 and ask == 1 and b_kn is not None and np.ndim(b_kn) == 2
+            and (batching is None or batching.count == 1) and not (mr or nv or tpi)):
+        return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual)
     gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
     nv = 4 if gemv else nv or choose_nv(n, tiles)
     mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
@@ -276,6 +279,35 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
         args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros", *args),
         constants=constants, flops=2 * m * n * k * batches, scalars=args, entry=entry,
         out_shape=(m, n), meta=meta, zeros=16,
+    )
+
+
+#: Work-items a ``gemm_narrow`` launch aims for.
+GEMM_NARROW_ITEMS = 16
+
+
+def _gemm_narrow_spec(m: int, n: int, k: int, b_kn: np.ndarray, bias: np.ndarray | None,
+                      activation: ir.Activation | int | Clamp, lda: int, ldc: int,
+                      residual: Clamp | None) -> KernelSpec:
+    """``gemm_narrow.cl`` for N in (1, 2, 4, 8) constant columns (C as flat 16-float vectors)."""
+    if ldc != n:
+        raise ValueError(f"gemm_narrow writes C rows {n} apart, not {ldc}")
+    reps = 16 // n
+    b16 = np.tile(np.asarray(b_kn, np.float32).reshape(k, n), (1, reps))  # [K][16]: lane l is column l % n
+    bias16 = np.tile(packing.pad_vector(bias, n, n), reps)
+    vectors = -(-m * n // 16)
+    vpi = max(4, -(-vectors // GEMM_NARROW_ITEMS))
+    vpi = -(-vpi // 4) * 4  # whole groups of the kernel's 4 vectors
+    args = scalars(M=m, K=k, lda=lda)
+    args.update(epilogue_scalars(activation, residual))
+    args.update(scalars(vpi=vpi))  # M K lda lo hi res rlo rhi vpi: the kernel's order
+    name = f"gemm_narrow_{n}"
+    return KernelSpec(
+        files=("common.cl", template("gemm_narrow.cl", GEMM_NARROW_NAME=name, NN=n)), name="gemm", defines={},
+        global_size=(-(-vectors // vpi),), local_size=(1,),
+        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros", *args),
+        constants={"weights": np.ascontiguousarray(b16), "bias": bias16.astype(np.float32)},
+        flops=2 * m * n * k, scalars=args, entry=name, out_shape=(m, n), zeros=16,
     )
 
 
