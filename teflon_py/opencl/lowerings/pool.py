@@ -53,18 +53,25 @@ def padded_windows(attrs: PoolAttrs, ih: int, iw: int, pads: kernels.Pads) -> tu
     return kernels.Window(wh.out, wh.before + pt), kernels.Window(ww.out, ww.before + pl)
 
 
+#: Work-items a pool launch aims for: a few dozen per core (PoCL pays per work-item).
+POOL_ITEMS = 128
+
+
 def pool_spec(kernel: str, x: tuple[int, int, int, int], attrs: PoolAttrs, clamp: kernels.Clamp,
               pads: kernels.Pads) -> KernelSpec:
-    """One pool launch: a work-item per output pixel x 16 channels."""
+    """One pool launch: a work-item per run of output pixels of a row x 16 channels, about
+    ``POOL_ITEMS`` of them."""
     nb, ih, iw, c = x
     wh, ww = padded_windows(attrs, ih, iw, pads)
     (ept, epb), (epl, epr) = pads
     (fh, fw), (sh, sw) = attrs.filter, attrs.strides
+    items = -(-c // 16) * nb * wh.out
+    ppi = max(1, min(ww.out, ww.out * items // POOL_ITEMS))
     args = kernels.scalars(C=c, IH=ih, IW=iw, OH=wh.out, OW=ww.out, FH=fh, FW=fw,
                            SH=sh, SW=sw, PT=wh.pad, PL=ww.pad, EPT=ept, EPB=epb, EPL=epl,
-                           EPR=epr, lo=float(clamp[0]), hi=float(clamp[1]))
+                           EPR=epr, lo=float(clamp[0]), hi=float(clamp[1]), ppi=ppi)
     return KernelSpec(files=("common.cl", "pool.cl"), name=kernel, defines={},
-                      global_size=(-(-c // 16), ww.out, nb * wh.out), local_size=(1, 1, 1),
+                      global_size=(-(-c // 16), -(-ww.out // ppi), nb * wh.out), local_size=(1, 1, 1),
                       args=("input", "output", *args), scalars=args)
 
 
