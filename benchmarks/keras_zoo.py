@@ -53,7 +53,17 @@ def transformer(tokens: int = 128, dim: int = 256, heads: int = 4, layers: int =
 
 
 def _app(name: str, **kw: object) -> Callable[[], keras.Model]:
-    return lambda: getattr(keras.applications, name)(weights=None, **kw)
+    """A Keras application with random weights whose logits are rescaled to unit spread before the
+    softmax: random weights leave them ~1e-7 apart, and an int8 softmax over such a narrow input
+    grid is one LiteRT's reference kernel refuses (beta * input scale * 2^26 below 1)."""
+    def build() -> keras.Model:
+        net = getattr(keras.applications, name)(weights=None, classifier_activation=None, **kw)
+        sample = np.random.default_rng(1).uniform(-1, 1, (4, *net.input_shape[1:])).astype(np.float32)
+        spread = float(np.std(net(sample).numpy())) or 1.0
+        out = keras.layers.Softmax()(keras.layers.Rescaling(1.0 / spread)(net.output))
+        return keras.Model(net.input, out)
+
+    return build
 
 
 MODELS: dict[str, Callable[[], keras.Model]] = {

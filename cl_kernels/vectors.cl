@@ -22,7 +22,7 @@
 // PREFETCH(p)                  a hint that the 64-byte line at p is read soon
 // CVT_F16 / CVT_I16 / CVT_UL16(v)  a 16-lane vector converted to float / int / ulong lanes (C's
 //                              conversions: float to int truncates)
-// AS_U16 / AS_I16(v)           a 16-lane 32-bit vector's bits as uint / int lanes
+// AS_U16 / AS_I16 / AS_F16(v)  a 16-lane 32-bit vector's bits as uint / int / float lanes
 
 #define VEC_CAT_(a, b) a##b
 #define VEC_CAT(a, b) VEC_CAT_(a, b)
@@ -52,6 +52,7 @@ typedef ulong ul16v __attribute__((ext_vector_type(16)));
 #define CVT_UL16(v) __builtin_convertvector((v), ul16v)
 #define AS_U16(v) __builtin_astype((v), u16v)
 #define AS_I16(v) __builtin_astype((v), i16v)
+#define AS_F16(v) __builtin_astype((v), f16v)
 #else
 typedef int16 i16v;
 typedef uint16 u16v;
@@ -72,4 +73,5 @@ typedef ulong16 ul16v;
 #define CVT_UL16(v) convert_ulong16(v)
 #define AS_U16(v) as_uint16(v)
 #define AS_I16(v) as_int16(v)
+#define AS_F16(v) as_float16(v)
 #endif
