@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon_py import ir, memory_budget, ops, partitioner, run_limits
+from teflon_py import ir, memory_budget, ops, partitioner, run_limits, shape_folding
 from teflon_py.delegate import CompiledPartition, Delegate, Verdict
 from teflon_py.errors import (
     BackendError,
@@ -269,7 +269,7 @@ class GraphExecutor:
         self._owns_state = state is None
         memory_budget.check_graph(graph, self.state.memory_budget, model.source)
         self._validate()
-        self.values: list[np.ndarray | None] = [t.data for t in graph.tensors]
+        self.values: list[np.ndarray | None] = [t.data for t in self.graph.tensors]  # folded shapes too
         self.placements: list[Placement] = [Placement("numpy", None, None) for _ in graph.operations]
         self.partitions: list[tuple[str, Any]] = []  # (backend name, partitioner.Partition)
         self.partition_info: dict[int, dict[str, Any]] = {}  # partition index -> compiled.describe()
@@ -285,7 +285,7 @@ class GraphExecutor:
             supported = set()
             try:
                 verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
-                            if op.index not in claimed]
+                            if op.index not in claimed and not is_folded(self.graph, op)]
             except BackendError as e:  # no usable device: nothing to check against
                 if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                     raise
@@ -353,6 +353,10 @@ class GraphExecutor:
                     dynamic.add(i)
                 elif not t.is_constant and tuple(meta.shape) != t.shape:
                     tensors[i] = dataclasses.replace(t, shape=tuple(int(n) for n in meta.shape))
+            if self.graph.index == 0:  # the primary graph: its input shapes are the plan's
+                value = shape_folding.fold(self.graph, op, tensors, dynamic)
+                if value is not None:
+                    tensors[op.outputs[0]] = dataclasses.replace(tensors[op.outputs[0]], data=value)
         if any(a is not b for a, b in zip(tensors, self.graph.tensors)):
             # plan for the shapes that flow, as LiteRT resizes a node's outputs at Prepare: a
             # declared shape that disagrees must not reach a delegate compiling for it

@@ -74,9 +74,12 @@ def resolve_shape(shape: Sequence[int], size: int, label: str) -> tuple[int, ...
 @define("RESHAPE", attrs=ReshapeAttrs)
 def infer_reshape(attrs: ReshapeAttrs, ins: Inputs) -> list[Meta]:
     x = ins[0]
-    if attrs.shape is None:
+    shape = attrs.shape
+    if shape is None and reshape_operand_is_shape(ins[1]) and ins[1].is_constant:
+        shape = tuple(int(d) for d in ins[1].data)  # a shape the plan folded (``shape_folding``)
+    if shape is None:
         return [Meta(None, np.dtype(x.dtype))]
-    return [Meta(resolve_shape(attrs.shape, int(np.prod(x.shape, dtype=np.int64)), ins.label), np.dtype(x.dtype))]
+    return [Meta(resolve_shape(shape, int(np.prod(x.shape, dtype=np.int64)), ins.label), np.dtype(x.dtype))]
 
 
 def squeeze_shape(shape: Sequence[int], dims: Sequence[int], label: str) -> tuple[int, ...]:
@@ -102,9 +105,12 @@ def infer_squeeze(attrs: SqueezeAttrs, ins: Inputs) -> list[Meta]:
 @define("EXPAND_DIMS", attrs=ExpandDimsAttrs)
 def infer_expand_dims(attrs: ExpandDimsAttrs, ins: Inputs) -> list[Meta]:
     x = ins[0]
-    if attrs.axis is None:
+    axis = attrs.axis
+    if axis is None and ins[1] is not None and ins[1].is_constant and np.size(ins[1].data) == 1:
+        axis = int(np.asarray(ins[1].data).reshape(-1)[0])  # an axis the plan folded
+    if axis is None:
         return [Meta(None, np.dtype(x.dtype))]
-    axis = normalize_axis(attrs.axis, len(x.shape) + 1, ins.label)
+    axis = normalize_axis(axis, len(x.shape) + 1, ins.label)
     shape = tuple(x.shape)
     return [Meta(shape[:axis] + (1,) + shape[axis:], np.dtype(x.dtype))]
 
