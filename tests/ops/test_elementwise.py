@@ -87,6 +87,14 @@ def test_quantized(backend: str, op: str, dtype: type, shapes: tuple, qp: str, a
     check_model(binary_model(op, *shapes, dtype, act, _qp(dtype, op, qp)), backend)
 
 
+@pytest.mark.parametrize("shapes", [((3, 50), (3, 50)), ((1, 7, 9, 40), (1, 1, 1, 40)), ((2, 33), (1,))], ids=str)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=lambda d: d.__name__)
+def test_quantized_mul_long_rows(backend: str, dtype: type, shapes: tuple) -> None:
+    """MUL over rows of 16+ elements: the device's 16-lane path (qmul_linear), both operands read
+    contiguously, one broadcast per row, or a scalar."""
+    check_model(binary_model("MUL", *shapes, dtype, ir.Activation.RELU6, _qp(dtype, "MUL", "mixed")), backend)
+
+
 @pytest.mark.parametrize("act", [ir.Activation.RELU, ir.Activation.RELU_N1_TO_1], ids=lambda a: a.name)
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=lambda d: d.__name__)
 @pytest.mark.parametrize("op", OPS)
