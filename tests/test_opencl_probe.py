@@ -252,3 +252,24 @@ def test_rusticl_compiler_abort_is_survived(tmp_path) -> None:
     np.testing.assert_allclose(result["outs"]["opencl"], result["outs"]["numpy"], rtol=1e-4, atol=1e-5)
     crashed = [w for w in result["warnings"] if "ended the process" in w]
     assert crashed or set(result["backends"]) == {"opencl"}, result  # each partition: OpenCL, or a clear fallback
+
+
+def test_a_partitions_programs_are_probed_two_at_a_time(dc, fresh, monkeypatch, tmp_path) -> None:
+    """``check_many`` probes a batch in two children; a crash in one is recorded for its program
+    only, the others are recorded ok, and the builds that follow answer from the records."""
+    from teflon_py.opencl.runtime import programs
+
+    monkeypatch.setenv(fresh.FAULT_ENV, "abort:crashing.cl")
+    cache = programs.ProgramCache(dc, tmp_path)
+    sources = [(_unique(f"p{i}"), f"p{i}.cl") for i in range(4)] + [(_unique("crash"), "crashing.cl")]
+    items = [(cache.key(src, ""), src, "", label) for src, label in sources]
+    probed, started = fresh.STATS["probed"], fresh.STATS["started"]
+    fresh.check_many(dc.device, items, tmp_path)
+    assert fresh.STATS["probed"] == probed + 5
+    assert fresh.STATS["started"] - started in (2, 3)  # two children (the crashed one may restart)
+    assert len(list(tmp_path.glob("*.ok"))) == 4 and len(list(tmp_path.glob("*.crash"))) == 1
+    for src, label in sources[:4]:
+        cache.build_source(src, "", label=label)
+    with pytest.raises(BackendError, match="crashing.cl.*in an earlier probe"):
+        cache.build_source(sources[4][0], "", label="crashing.cl")
+    assert fresh.STATS["probed"] == probed + 5  # every answer came from the records

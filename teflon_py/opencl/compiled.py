@@ -424,10 +424,14 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     templated = [(la.spec.files, la.spec.function) for la in b.launches
                  if is_template_program(la.spec.files, la.spec.defines) and not la.spec.options]
     merged = merge_template_programs(templated) if templated else ()
+
+    def files_of(spec: Any) -> Any:
+        return merged if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
+
+    cache.probe_ahead([(files_of(la.spec), la.spec.defines, la.spec.options) for la in b.launches])
     for la in b.launches:
         spec = la.spec
-        files = merged if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
-        program = cache.build(files, spec.defines, spec.options)
+        program = cache.build(files_of(spec), spec.defines, spec.options)
         kernel = cl.Kernel(program, spec.function)
         moved = 0  # bytes the arguments span, for the profile's GB/s
         for i, arg in enumerate(spec.args):

@@ -91,6 +91,48 @@ def check(dev: Any, key: str, source: str, options: str, label: str, records: Pa
         raise BackendError(_message(record, records, key, earlier=False))
 
 
+#: children probing at once for ``check_many`` (each builds one program at a time; PoCL compiles
+#: under one lock per process, so parallel builds need processes)
+PARALLEL = 2
+
+
+def check_many(dev: Any, items: list[tuple[str, str, str, str]], records: Path | None) -> None:
+    """Probe the (key, source, options, label) programs not probed yet, up to ``PARALLEL`` at a
+    time in as many children, and record each outcome; ``check`` then answers from the records
+    (and raises for a crash). A partition's programs are known before any is built, so a cold
+    load pays the slowest child's builds rather than the sum."""
+    if not enabled():
+        return
+    limit = timeout()
+    todo = [it for it in dict.fromkeys(items) if _read(it[0], records) is None]
+    workers = min(PARALLEL, len(todo), os.cpu_count() or 1)
+    if workers < 2:
+        return  # one program: ``check`` probes it in the device's child
+    pending: queue.Queue[tuple[str, str, str, str]] = queue.Queue()
+    for it in todo:
+        pending.put(it)
+
+    def work(slot: int) -> None:  # each thread starts its child, so the children start together
+        child = _child(dev, limit) if slot == 0 else _extra_child(dev, limit, slot)
+        while child is not None:
+            try:
+                key, source, options, label = pending.get_nowait()
+            except queue.Empty:
+                return
+            record = child.probe(key, source, options, label, _fault(label), limit)
+            STATS["probed"] += 1
+            STATS[record["outcome"]] += 1
+            _write(key, records, record)
+            if record["outcome"] in ("crash", "hang"):
+                return  # a dead child probes no more; the others (or ``check``) take the rest
+
+    threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bool) -> str:
     where = f"{record.get('label', '?')} on {record.get('device', '?')}"
     if record["outcome"] == "hang":
@@ -155,6 +197,26 @@ def _child(dev: Any, limit: float) -> _Child | None:
             _children[ptr] = None
             warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
                           f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
+            return None
+    return child
+
+
+_extras: dict[tuple[int, int], _Child | None] = {}  # (device pointer, slot) -> a further worker
+
+
+def _extra_child(dev: Any, limit: float, slot: int) -> _Child | None:
+    """A further worker for ``check_many`` (slot >= 1), started when there is none; None when it
+    cannot start (``check_many`` then uses the others)."""
+    key = (dev.int_ptr, slot)
+    child = _extras.get(key, False)
+    if child is None:
+        return None
+    if child is False or not child.alive():
+        try:
+            child = _extras[key] = _Child(dev, limit)
+            STATS["started"] += 1
+        except BackendError:
+            _extras[key] = None
             return None
     return child
 

@@ -160,12 +160,29 @@ class ProgramCache:
               extra_options: Sequence[str] = ()) -> Any:
         """The built program of ``PRELUDE`` and ``files`` (concatenated in order) under the
         device's macros and ``defines``."""
+        return self.build_source(*self._source(files, defines, extra_options))
+
+    def _source(self, files: Sequence[FileEntry], defines: Mapping[str, object] | None,
+                extra_options: Sequence[str]) -> tuple[str, str, str]:
+        """(source, options, label) of a program."""
         source = "\n".join(entry_source(f) for f in (PRELUDE, *files))
         label = "+".join(dict.fromkeys(f if isinstance(f, str) else f[0] for f in files))
-        options = build_options({**self.device_defines, **(defines or {})}, extra_options)
-        return self.build_source(source, options, label=label)
+        return source, build_options({**self.device_defines, **(defines or {})}, extra_options), label
+
+    def probe_ahead(self, programs: Sequence[tuple[Sequence[FileEntry], Mapping[str, object], Sequence[str]]]) -> None:
+        """Probe, several at a time (``probe.check_many``), the programs of ``programs`` (files,
+        defines, extra options) that no cache holds yet, before ``build`` builds them one by one."""
+        items = []
+        for files, defines, extra in programs:
+            source, options, label = self._source(files, defines, extra)
+            key = self.key(source, options)
+            if (self.dc.context.int_ptr, key) in _memo or (self.use_disk and self._path(key).exists()):
+                continue
+            items.append((key, source, options, label))
+        probe.check_many(self.dc.device, items, self.cache_dir if self.use_disk else None)
 
     def build_source(self, source: str, options: str, label: str = "<source>") -> Any:
+        """The built program of ``source`` under ``options`` (memo, disk, or probed and built)."""
         key = self.key(source, options)
         memo_key = (self.dc.context.int_ptr, key)
         with _lock:
