@@ -14,6 +14,7 @@ from teflon_py.opencl.lowerings import (  # noqa: F401  (each module registers i
     pool,
     qconv,
     qelementwise,
+    qmatmul,
     qreduce,
     reduce,
     resize,
