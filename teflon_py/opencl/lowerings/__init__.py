@@ -16,6 +16,7 @@ from teflon_py.opencl.lowerings import (  # noqa: F401  (each module registers i
     qelementwise,
     qmatmul,
     qreduce,
+    qtranspose_conv,
     reduce,
     resize,
     shape,
