@@ -1,6 +1,7 @@
 """The OpenCL TRANSPOSE_CONV beyond tests/ops: registry coverage, wide channel counts (every
 register blocking, ragged channel tails), strides and phases, the stride-1 route through the conv
-kernels, a folded RELU6, and MediaPipe's op on a segmentation-sized upsampling."""
+kernels, a folded RELU6, MediaPipe's op on a segmentation-sized upsampling; the int8 / uint8
+routes (stride 1 on qconv, else qtranspose_conv), their wide blockings and their refusals."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +19,10 @@ from teflon_py.ops.conv import TransposeConvAttrs, TransposeConvBiasAttrs
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
 from teflon_py.tflite.reader import read_model
-from tests.harness import check_model, relative_l2, run_litert, run_teflon, single_op
+from tests.harness import check_model, quantization, relative_l2, run_litert, run_teflon, single_op
+from tests.ops.test_transpose_conv import Case as QCase
 from tests.ops.test_transpose_conv import _mediapipe_model
+from tests.ops.test_transpose_conv import transpose_conv_model as qmodel
 
 pytest.importorskip("pyopencl")
 
@@ -31,6 +34,7 @@ def test_registry_lowers_transpose_conv() -> None:
     from teflon_py.opencl.lowerings import supported_ops
 
     assert {"TRANSPOSE_CONV", tc.MEDIAPIPE} <= supported_ops("float32")
+    assert "TRANSPOSE_CONV" in supported_ops("int8") & supported_ops("uint8")
 
 
 def natural_hw(x: tuple, k: tuple, stride: tuple, padding: ir.Padding) -> tuple[int, int]:
@@ -166,3 +170,81 @@ def test_unclaimed_transpose_convs_say_why() -> None:
         read_model(mb.build())
     wrong = read_model(_mediapipe_model((1, 4, 4, 3), w, np.ones(5, F32), 1, (2, 2), (9, 8))).main
     assert "differs" in d.check(wrong, wrong.operations[0]).reason
+
+
+# -- int8 / uint8 ------------------------------------------------------------------------------------
+
+
+class _Recorder:
+    """The part of an ``OpEmit`` the 8-bit lowering reads, recording the specs it launches."""
+
+    def __init__(self, graph: ir.Graph, op: ir.Operation, params: KernelParams):
+        self.graph, self.op, self.params, self.specs = graph, op, params, []
+
+    def constant(self, tensor: int) -> np.ndarray | None:
+        return self.graph.tensors[tensor].data
+
+    def output(self, k: int = 0) -> int:
+        return self.op.outputs[k]
+
+    def launch(self, spec, **bindings) -> None:
+        self.specs.append(spec)
+
+
+def _q_kernels(model: bytes) -> list[str]:
+    """The kernels the int8 TRANSPOSE_CONV lowering launches for ``model``'s one op."""
+    from teflon_py.opencl.lowerings import qtranspose_conv as qtc
+
+    graph = read_model(model).main
+    op = graph.operations[0]
+    rec = _Recorder(graph, op, KernelParams())
+    qtc.qtranspose_conv(rec, op.attrs)
+    return [s.name for s in rec.specs]
+
+
+def test_8bit_stride_one_runs_on_qconv() -> None:
+    """Stride 1 is the int8 convolution with the kernel flipped; any other stride the gather kernel."""
+    act = ir.Activation.NONE
+    assert _q_kernels(qmodel(QCase((1, 5, 5, 3), (3, 3), 4, (1, 1), SAME), "int8", True, act, 0)) == ["qconv"]
+    assert _q_kernels(qmodel(QCase((1, 5, 5, 3), (3, 2), 4, (1, 1), VALID), "uint8", True, act, 0)) == ["qconv"]
+    assert _q_kernels(qmodel(QCase((1, 5, 5, 3), (3, 3), 4, (2, 2), SAME), "int8", False, act, 0)) == [
+        "qtranspose_conv"]
+    assert _q_kernels(qmodel(QCase((1, 5, 5, 3), (1, 3), 4, (1, 2), SAME), "int8", True, act, 0)) == [
+        "qtranspose_conv"]
+
+
+#: (input, kernel, output channels, strides, padding): the AVX-512 tables' blockings (3 and 4 vectors
+#: across channels, a ragged last vector) through both int8 routes
+Q_WIDE = [((1, 6, 5, 8), (3, 3), 40, (2, 2), SAME), ((1, 4, 4, 16), (2, 2), 70, (2, 2), VALID),
+          ((1, 5, 5, 12), (3, 3), 70, (1, 1), SAME)]
+
+
+@pytest.mark.parametrize("case", Q_WIDE, ids=str)
+def test_8bit_wide_channels(family: str, case: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEFLON_CL_TILES", "avx512")
+    k = Q_WIDE.index(case)
+    model = qmodel(QCase(*case), "int8_per_channel", bias=k != 1, act=ir.Activation.NONE, seed=30 + k,
+                   zero_points=(-128, 3))
+    it = check_model(model, "opencl", seed=k, extremes=True)
+    assert [p.backend for p in it.placements()] == ["opencl"]
+
+
+def test_8bit_refusals() -> None:
+    """What the kernels do not compute is refused with its reason: per-channel uint8 weights (LiteRT's
+    uint8 kernel requantizes per tensor) and a zero point outside the type (the padding reads it)."""
+    from teflon_py.opencl.lowerings import check_op
+
+    def verdict(x_q: ir.Quantization, w_dtype: type, w_q: ir.Quantization) -> str:
+        model = single_op(
+            "TRANSPOSE_CONV",
+            [{"data": np.array([1, 6, 6, 2], np.int32), "dtype": np.int32},
+             {"data": np.ones((2, 2, 2, 3), w_dtype), "dtype": w_dtype, "quant": w_q},
+             {"shape": (1, 3, 3, 3), "dtype": w_dtype, "quant": x_q}],
+            [{"shape": (1, 6, 6, 2), "dtype": w_dtype, "quant": quantization(0.5, 0)}],
+            O.TransposeConvOptions(padding=SAME, stride_h=2, stride_w=2))
+        graph = read_model(model).main
+        return check_op(graph, graph.operations[0], None).reason or ""
+
+    assert verdict(quantization(0.1, 0), np.int8, quantization([0.1, 0.2], 0)) == ""
+    assert "quantized per tensor" in verdict(quantization(0.1, 128), np.uint8, quantization([0.1, 0.2], 128))
+    assert "outside int8's range" in verdict(quantization(0.1, 300), np.int8, quantization(0.1, 0))

@@ -126,3 +126,82 @@ def test_batch_matmul_multiplier_probe(backend: str) -> None:
     lhs[0, full], lhs[0, -1] = divmod(rest, 127)  # the remainder meets the column's final 1
     assert int(lhs[0].astype(np.int64) @ column.astype(np.int64)) == PROBE_ACC
     check_model(model, backend, inputs=[lhs])
+
+
+# -- int8: the OpenCL kernel's tails, zero points at the edges, several requantizations ----------
+
+#: (lhs shape, rhs shape, adj_x, adj_y) whose M, N, K leave ragged row blocks (6 or 14 rows a
+#: work-item), ragged 16-column vectors and odd depths
+INT8_CASES = [
+    ((2, 13, 37), (2, 37, 45), False, False),
+    ((3, 1, 9, 20), (1, 4, 70, 20), False, True),  # broadcast (3, 1) x (1, 4), N = 70: 1-4 vectors
+    ((2, 20, 7), (20, 33), True, False),  # a rank-2 right operand shared by every batch
+    ((2, 2, 16, 5), (2, 1, 17, 16), True, True),
+    ((1, 4, 40, 32), (1, 4, 32, 40), False, False),  # attention-shaped Q.K^T
+]
+#: (lhs zp, rhs zp, output zp, output scale relative to one that spreads the result over +-3.5 std):
+#: zero points at int8's edges both ways, a coarse scale, and a fine one that saturates often
+INT8_QUANT = [(-128, 127, -128, 1.0), (127, -128, 127, 0.3), (5, -9, 0, 4.0)]
+
+
+def int8_model(lhs: tuple, rhs: tuple, adj_x: bool, adj_y: bool, zps: tuple, const_rhs: bool, seed: int) -> bytes:
+    """An int8 BATCH_MATMUL with the zero points and output scale of ``zps`` (``INT8_QUANT``)."""
+    rng = np.random.default_rng(seed)
+    lz, rz, oz, rel = zps
+    ls, rs = 0.02 * (1 + seed % 3), 0.013
+    depth = lhs[-2] if adj_x else lhs[-1]
+    out_scale = float(rel * np.sqrt(depth) * 74.0 * 74.0 * ls * rs / (127 / 3.5))
+    r = {"shape": rhs, "dtype": np.int8, "quant": quantization(rs, rz)}
+    if const_rhs:
+        r["data"] = rng.integers(-128, 127, rhs, endpoint=True).astype(np.int8)
+    return single_op(
+        "BATCH_MATMUL",
+        [{"shape": lhs, "dtype": np.int8, "quant": quantization(ls, lz)}, r],
+        [{"shape": _out_shape(lhs, rhs, adj_x, adj_y), "dtype": np.int8, "quant": quantization(out_scale, oz)}],
+        BatchMatMulOptions(adj_x=adj_x, adj_y=adj_y),
+    )
+
+
+@pytest.mark.parametrize("zps", INT8_QUANT, ids=lambda q: f"zp{q[0]}_{q[1]}_{q[2]}-s{q[3]}")
+@pytest.mark.parametrize("case", INT8_CASES, ids=lambda c: f"{c[0]}x{c[1]}-adj{int(c[2])}{int(c[3])}")
+def test_batch_matmul_int8(case: tuple, zps: tuple, backend: str) -> None:
+    """Bit-exact with LiteRT; the right operand a constant or a runtime input by turns, inputs
+    drawn from int8's edges (and the zero points) for the runtime ones."""
+    seed = INT8_CASES.index(case) * len(INT8_QUANT) + INT8_QUANT.index(zps)
+    model = int8_model(*case, zps, const_rhs=seed % 2 == 0, seed=seed)
+    check_model(model, backend, seed=seed, extremes=True)
+
+
+@pytest.mark.parametrize("tiles, n", [("avx512", 40), ("avx512", 70), ("narrow", 70)])
+@pytest.mark.parametrize("const_rhs", [True, False], ids=["const_rhs", "input_rhs"])
+def test_batch_matmul_int8_tiles(tiles: str, n: int, const_rhs: bool, device: None,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other CPUs' register blockings of qmatmul.cl (AVX-512: 3 vectors x 8 rows for 40
+    columns, 4 x 6 for 70, whose second block is all but 6 columns past N; narrow: 1 x 4), 29 rows."""
+    monkeypatch.setenv("TEFLON_CL_TILES", tiles)
+    model = int8_model((2, 29, 24), (24, n), False, False, INT8_QUANT[0], const_rhs, seed=7)
+    check_model(model, "opencl", seed=7)
+
+
+def test_batch_matmul_int8_refusals() -> None:
+    """The OpenCL int8 lowering refuses what its kernel does not compute, with the reason: a zero
+    point outside int8 (its int16 panels hold y - zp) and per-channel parameters (LiteRT's are per
+    tensor); the same op with in-range per-tensor parameters is accepted."""
+    pytest.importorskip("pyopencl")
+    from teflon_py.opencl.lowerings import check_op
+    from teflon_py.tflite.reader import read_model
+
+    def verdict(rhs_quant: object) -> str:
+        model = single_op(
+            "BATCH_MATMUL",
+            [{"shape": (2, 3, 4), "dtype": np.int8, "quant": quantization(0.1, 1)},
+             {"shape": (2, 4, 2), "dtype": np.int8, "quant": rhs_quant}],
+            [{"shape": (2, 3, 2), "dtype": np.int8, "quant": quantization(0.2, 0)}],
+            BatchMatMulOptions(),
+        )
+        graph = read_model(model).main
+        return check_op(graph, graph.operations[0], None).reason or ""
+
+    assert verdict(quantization(0.1, -128)) == ""
+    assert "outside int8's range" in verdict(quantization(0.1, 200))
+    assert "per channel" in verdict(quantization([0.1, 0.2], 0, 2))

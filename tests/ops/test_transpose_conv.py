@@ -76,10 +76,12 @@ def _reduction(case: Case) -> float:
     return case.x[3] * case.k[0] * case.k[1] / (case.stride[0] * case.stride[1])
 
 
-def transpose_conv_model(case: Case, mode: str, bias: bool | str, act: ir.Activation, seed: int) -> bytes:
+def transpose_conv_model(case: Case, mode: str, bias: bool | str, act: ir.Activation, seed: int,
+                         zero_points: tuple[int, int] | None = None) -> bytes:
     """A one-op TRANSPOSE_CONV model with realistic weights, bias and quantization for ``mode``.
 
-    ``bias``: True (a constant), False (three inputs) or "absent" (a fourth slot holding -1).
+    ``bias``: True (a constant), False (three inputs) or "absent" (a fourth slot holding -1);
+    ``zero_points``: (input, output) zero points instead of ``QUANT``'s.
     """
     rng = np.random.default_rng(seed)
     n, _, _, c = case.x
@@ -101,6 +103,8 @@ def transpose_conv_model(case: Case, mode: str, bias: bool | str, act: ir.Activa
             )
         return single_op("TRANSPOSE_CONV", ins, [{"shape": (n, oh, ow, case.out), "dtype": np.float32}], opts)
     xdt, wdt, bdt, (in_scale, in_zp), w_zp, out_zp = QUANT[mode]
+    if zero_points is not None:
+        in_zp, out_zp = zero_points
     per_channel = mode in ("int8_per_channel", "int16")
     qmin, qmax = quant.QRANGE[np.dtype(wdt)]
     w = rng.integers(qmin + (wdt == np.int8), qmax, wshape, endpoint=True).astype(wdt)
@@ -145,6 +149,38 @@ def test_transpose_conv_absent_bias_slot(mode: str, backend: str) -> None:
     """Four inputs whose optional bias slot holds -1 (the grid covers the three-input form)."""
     model = transpose_conv_model(CASES[1], mode, bias="absent", act=ir.Activation.RELU, seed=3)
     check_model(model, backend)
+
+
+#: 8-bit geometries beyond ``CASES``: stride 1 (the int8 convolution with the kernel flipped) with
+#: SAME and VALID padding, strides 1 x 2 (the gather kernel) on an odd output width, odd channel
+#: counts, a UNet decoder's 2x2 stride-2 upsampling
+INT8_CASES = [
+    Case((1, 6, 5, 5), (3, 3), 19, (1, 1), SAME),
+    Case((1, 4, 5, 3), (3, 2), 7, (1, 1), VALID),
+    Case((1, 5, 4, 3), (3, 1), 5, (1, 2), SAME, (0, -1)),
+    Case((1, 5, 4, 7), (3, 3), 21, (2, 2), SAME),
+    Case((2, 3, 4, 6), (2, 2), 33, (2, 2), VALID),
+    Case((1, 4, 3, 5), (4, 3), 9, (2, 3), SAME, (-1, -2)),
+]
+#: (input, output) zero points at the types' edges, per 8-bit mode
+EDGE_ZERO_POINTS = {
+    "int8": [(-128, 127), (127, -128), (0, -128)],
+    "uint8": [(0, 255), (255, 0), (128, 3)],
+}
+
+
+@pytest.mark.parametrize("mode", ["int8", "int8_per_channel", "uint8"])
+@pytest.mark.parametrize("case", INT8_CASES, ids=str)
+def test_transpose_conv_8bit(case: Case, mode: str, backend: str) -> None:
+    """Bit-exact with LiteRT on inputs drawn from the type's edges; zero points at the edges,
+    bias and activations by turns."""
+    k = INT8_CASES.index(case)
+    m = ["int8", "int8_per_channel", "uint8"].index(mode)
+    zps = EDGE_ZERO_POINTS["uint8" if mode == "uint8" else "int8"][(k + m) % 3]
+    # RELU by turns, where the output zero point leaves it a range (at the top edge all is clamped)
+    act = ir.Activation.RELU if (k + m) % 2 and zps[1] < 100 else ir.Activation.NONE
+    model = transpose_conv_model(case, mode, bias=(k + m) % 2 == 0, act=act, seed=20 + k, zero_points=zps)
+    check_model(model, backend, seed=k, extremes=True)
 
 
 # -- MediaPipe's Convolution2DTransposeBias ---------------------------------------------------------
