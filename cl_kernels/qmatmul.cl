@@ -74,11 +74,14 @@ __kernel void qmatmul(__global const XT* restrict a, __global const short* restr
 
 // The right operand's panels: y[bb][k][n] - y_zp as int16 at [bb][k][n] of [BB][K][NP], 0 past N.
 // Element (k, n) of raw matrix bb sits at bb * K * N + k * SK + n * SN (SK = N, SN = 1; adj_y:
-// SK = 1, SN = K). Global (NP, K, BB), local 1x1x1.
+// SK = 1, SN = K). A work-item writes one panel row (a work-item per element cost more than the
+// matmul itself on PoCL). Global (K, BB), local 1x1.
 __kernel void qmatmul_pack_b(__global const XT* restrict y, __global short* restrict panels,
                              const int N, const int K, const int NP, const int SK, const int SN,
                              const int y_zp) {
-  const int n = get_global_id(0), k = get_global_id(1), bb = get_global_id(2);
-  const int v = n < N ? (int)y[bb * K * N + k * SK + n * SN] - y_zp : 0;
-  panels[(bb * K + k) * NP + n] = (short)v;
+  const int k = get_global_id(0), bb = get_global_id(1);
+  const __global XT* src = y + bb * K * N + k * SK;
+  __global short* dst = panels + (bb * K + k) * NP;
+  for (int n = 0; n < N; n++) dst[n] = (short)((int)src[n * SN] - y_zp);
+  for (int n = N; n < NP; n++) dst[n] = 0;
 }

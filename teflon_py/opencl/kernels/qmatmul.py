@@ -90,7 +90,7 @@ def pack_b_spec(gemm: KernelSpec, g: QMatmul, batches: int, adj_y: bool) -> Kern
     args = kernels.scalars(N=g.n, K=g.k, NP=np_, SK=sk, SN=sn, y_zp=g.y_zp)
     return KernelSpec(
         files=gemm.files, name="qmatmul_pack_b", defines=gemm.defines,
-        global_size=(np_, g.k, batches), local_size=(1, 1, 1),
+        global_size=(g.k, batches), local_size=(1, 1),
         args=("input", "output", *args), scalars=args,
     )
 
