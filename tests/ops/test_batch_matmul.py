@@ -205,3 +205,17 @@ def test_batch_matmul_int8_refusals() -> None:
     assert verdict(quantization(0.1, -128)) == ""
     assert "outside int8's range" in verdict(quantization(0.1, 200))
     assert "per channel" in verdict(quantization([0.1, 0.2], 0, 2))
+
+
+def test_batch_matmul_int8_constant_lhs(backend: str) -> None:
+    """A constant left operand with a runtime right one (OpenCL uploads it as int8, not float32)."""
+    rng = np.random.default_rng(9)
+    model = single_op(
+        "BATCH_MATMUL",
+        [{"data": rng.integers(-128, 127, (2, 5, 19), endpoint=True).astype(np.int8), "dtype": np.int8,
+          "quant": quantization(0.05, -128)},
+         {"shape": (2, 19, 21), "dtype": np.int8, "quant": quantization(0.02, 127)}],
+        [{"shape": (2, 5, 21), "dtype": np.int8, "quant": quantization(2.0, 3)}],
+        BatchMatMulOptions(),
+    )
+    check_model(model, backend, seed=9, extremes=True)
