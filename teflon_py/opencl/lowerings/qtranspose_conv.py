@@ -48,8 +48,9 @@ def check_qtranspose_conv(attrs: TransposeConvAttrs, tensors: OpTensors, caps: o
     scales = np.size(w.quantization.scale)
     if w.quantization.per_channel and (w.quantization.quantized_dimension != 0 or scales != w.shape[0]):
         return "per-channel weights must have one scale per output channel (dimension 0)"
-    if min(transpose_conv_geometry_of(attrs, tensors).pad) < 0:
-        return "negative padding"
+    out_hw = tuple(int(v) for v in np.asarray(tensors.inputs[0].data).reshape(-1)[1:3])
+    if min(ops_conv.transpose_pads(attrs, out_hw, w.shape[1], w.shape[2])) < 0:
+        return "negative padding (the kernels' tap phases assume a crop)"
     _, shift = quant.conv_output_multipliers("TRANSPOSE_CONV", x, w, y)
     if np.max(shift) > 30:
         return f"output multiplier's left shift {int(np.max(shift))} is beyond what the int32 epilogue takes"
@@ -57,14 +58,6 @@ def check_qtranspose_conv(attrs: TransposeConvAttrs, tensors: OpTensors, caps: o
         if int(np.prod(t.shape, dtype=np.int64)) > MAX_ELEMENTS:
             return f"{t.describe()} has more elements than an int32 index reaches"
     return None
-
-
-def transpose_conv_geometry_of(attrs: TransposeConvAttrs, tensors: OpTensors) -> Geometry:
-    """``transpose_conv_geometry`` from a check's view of the operands."""
-    s, w, x = tensors.inputs[:3]
-    _, kh, kw, _ = w.shape
-    oh, ow = (int(v) for v in np.asarray(s.data).reshape(-1)[1:3])
-    return Geometry(tuple(x.shape), (oh, ow), tuple(attrs.strides), ops_conv.transpose_pads(attrs, (oh, ow), kh, kw))
 
 
 def zero_point_free_weights(w: ir.Tensor) -> np.ndarray:
