@@ -71,7 +71,7 @@ def check_batch_matmul(attrs: BatchMatMulAttrs, tensors: OpTensors, caps: Caps) 
     return None
 
 
-def _batch_strides(shape: tuple[int, ...], batch: tuple[int, ...], matrix: int) -> tuple[int, int, int]:
+def batch_strides(shape: tuple[int, ...], batch: tuple[int, ...], matrix: int) -> tuple[int, int, int]:
     """Per output batch dim (padded to 3), the operand's stride in matrices x ``matrix`` (0: broadcast)."""
     dims = (1,) * (len(batch) - len(shape)) + tuple(shape)
     strides, step = [], matrix
@@ -103,8 +103,8 @@ def batch_matmul(ctx: OpEmit, attrs: BatchMatMulAttrs) -> None:
     tiles = {} if gpu else {"tiles": ctx.params.tiles}
     probe = specs.gemm_spec(*extra, m, n, k, None, **tiles)  # the packed size of one B
     packed = specs.packed_b_floats(probe)
-    batching = kernels.Batching(dims, _batch_strides(a_shape[:-2], batch, m * k),
-                                _batch_strides(b_shape[:-2], batch, packed))
+    batching = kernels.Batching(dims, batch_strides(a_shape[:-2], batch, m * k),
+                                batch_strides(b_shape[:-2], batch, packed))
     spec = specs.gemm_spec(*extra, m, n, k, b_kn, None, ctx.clamp(), lda=lda, ask=ask, batching=batching,
                            pack_strides=None if b_kn is not None else pack_strides, **tiles)
     if b_kn is not None:

@@ -14,7 +14,7 @@ from teflon_py import quant
 from teflon_py.opencl.kernels import qmatmul as qk
 from teflon_py.opencl.kernels import qspecs
 from teflon_py.opencl.kernels.specs import Batching
-from teflon_py.opencl.lowerings.matmul import _batch_strides, check_batch_matmul
+from teflon_py.opencl.lowerings.matmul import batch_strides, check_batch_matmul
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops.matmul import BatchMatMulAttrs, matmul_dims
 
@@ -60,8 +60,8 @@ def qbatch_matmul(ctx: OpEmit, attrs: BatchMatMulAttrs) -> None:
     np_ = qk.padded_columns(g, tiles)
     dims = tuple([1] * (3 - len(batch)) + list(batch))
     b_batches = int(np.prod(b_shape[:-2], dtype=np.int64))
-    batching = Batching(dims, _batch_strides(a_shape[:-2], batch, m * k),
-                        _batch_strides(b_shape[:-2], batch, k * np_))
+    batching = Batching(dims, batch_strides(a_shape[:-2], batch, m * k),
+                        batch_strides(b_shape[:-2], batch, k * np_))
     b_const = ctx.constant(b)
     if b_const is not None:
         raw = np.asarray(b_const).reshape(b_batches, *b_shape[-2:])
