@@ -23,7 +23,7 @@
 // RESID: a residual ADD folded in: after the conv's own clamp, TFLite's quantized ADD of the
 // conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2)
 // << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [REQ_EXACT|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
@@ -47,6 +47,9 @@ typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
 #elif defined(W8) && defined(TEFLON_CLANG_VECTORS) && defined(__AVX2__) && !defined(QCONV_PORTABLE)
 #define QCONV_MADD 1
 #endif
+#if defined(QCONV_MADD_LAYOUT) && !defined(QCONV_MADD)
+#error "weights packed for the AVX2 vpmaddwd loop, which this device does not compile"
+#endif
 
 #if defined(W8)
 #ifdef QCONV_VNNI
@@ -64,23 +67,33 @@ typedef char c64u __attribute__((ext_vector_type(64), aligned(1)));
 // AVX2 (no VNNI): vpmaddwd multiplies 16 int16 pairs and adds each pair into an int32 lane, so
 // a quad is two pairs: the inputs (x0, x1) and (x2, x3) broadcast as int16 pairs, the weights
 // of 8 output channels' (w0, w1) and (w2, w3) pairs, sign-extended from bytes. uint8 x int8
-// products and a pair's sum stay far inside int32: exact. A weight vector's 64 bytes hold 16
-// channels' quads (channel-major); one shuffle per quad and 16 channels, shared by PW pixels,
-// gathers the pairs.
+// products and a pair's sum stay far inside int32: exact. With QCONV_MADD_LAYOUT the host packed
+// each 64-byte block of 16 channels' quads as [channel half][pair][8 channels][2] (qspecs), so
+// the four weight vectors are plain 16-byte loads; without it (a host that did not know the
+// path) one shuffle per quad and 16 channels gathers the pairs, ~1.5x slower.
 typedef short s16v __attribute__((ext_vector_type(16)));
 typedef int i8v __attribute__((ext_vector_type(8)));
+typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
+#ifdef QCONV_MADD_LAYOUT
+#define W_HALF(wb, k) __builtin_convertvector(*(const __global c16u*)((wb) + 16 * (k)), s16v)
+#define W_VECTORS(wb)                                                                              \
+  const s16v w01a = W_HALF(wb, 0), w23a = W_HALF(wb, 1), w01b = W_HALF(wb, 2), w23b = W_HALF(wb, 3);
+#else
 #define W_PAIRS(v, c0, t)                                                                          \
   __builtin_convertvector(__builtin_shufflevector(v, v, 4 * (c0) + (t), 4 * (c0) + (t) + 1,          \
       4 * (c0) + (t) + 4, 4 * (c0) + (t) + 5, 4 * (c0) + (t) + 8, 4 * (c0) + (t) + 9,                \
       4 * (c0) + (t) + 12, 4 * (c0) + (t) + 13, 4 * (c0) + (t) + 16, 4 * (c0) + (t) + 17,             \
       4 * (c0) + (t) + 20, 4 * (c0) + (t) + 21, 4 * (c0) + (t) + 24, 4 * (c0) + (t) + 25,             \
       4 * (c0) + (t) + 28, 4 * (c0) + (t) + 29), s16v)
+#define W_VECTORS(wb)                                                                              \
+  const c64v wq = *(const __global c64u*)(wb);                                                     \
+  const s16v w01a = W_PAIRS(wq, 0, 0), w23a = W_PAIRS(wq, 0, 2);                                  \
+  const s16v w01b = W_PAIRS(wq, 8, 0), w23b = W_PAIRS(wq, 8, 2);
+#endif
 #define QUAD_STEP(xq, q)                                                                           \
   {                                                                                                \
     _Pragma("unroll") for (int j = 0; j < NV; j++) {                                               \
-      const c64v wq = *(const __global c64u*)(wp + ((q) * OCB + j * 16) * 4);                      \
-      const s16v w01a = W_PAIRS(wq, 0, 0), w23a = W_PAIRS(wq, 0, 2);                               \
-      const s16v w01b = W_PAIRS(wq, 8, 0), w23b = W_PAIRS(wq, 8, 2);                               \
+      W_VECTORS(wp + ((q) * OCB + j * 16) * 4)                                                     \
       _Pragma("unroll") for (int p = 0; p < PW; p++) {                                             \
         const uint u = (uint)xq[p];                                                                \
         const s16v x01 = __builtin_astype((i8v)((int)(u & 0xFFu) | (int)(u & 0xFF00u) << 8), s16v); \

@@ -154,6 +154,26 @@ def test_conv_tiles_of_every_simd_width_match(device, monkeypatch: pytest.Monkey
     assert step.compiled.stats["tiles"] == table
 
 
+def test_avx2_madd_conv_with_common_weight_layout_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vpmaddwd loop also takes weights in the common quad layout (a host that does not know
+    the path): it gathers the pairs by shuffles, same integers."""
+    from teflon_py.opencl.kernels import qspecs as qkernels
+
+    if not _device_caps().avx2 or _device_caps().vnni:
+        pytest.skip(f"{_device_caps().name}: does not compile the AVX2 vpmaddwd loop")
+    real = qkernels.qconv_spec
+    layouts = []
+
+    def common_layout(*args: object, **kw: object):
+        spec = real(*args, **{**kw, "madd": False})
+        layouts.append("QCONV_MADD_LAYOUT" in spec.defines)
+        return spec
+
+    monkeypatch.setattr(qkernels, "qconv_spec", common_layout)
+    it = check_model(_two_convs(), "opencl")
+    assert _compiled_variants(it) == [("qconv", "avx2 madd")] and layouts == [False, False]
+
+
 def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shuffle-based path of devices without VNNI: same integers (forced on every device), and
     the partition reports the portable loop compiled, not VNNI (the standard OpenCL C one on a
@@ -163,7 +183,7 @@ def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> 
     real = qkernels.qconv_spec
 
     def portable(*args: object, **kw: object):
-        spec = real(*args, **kw)
+        spec = real(*args, **{**kw, "madd": False})  # weights in the common layout
         return dataclasses.replace(spec, defines={**spec.defines, "QCONV_PORTABLE": True})
 
     monkeypatch.setattr(qkernels, "qconv_spec", portable)

@@ -46,6 +46,9 @@ class KernelParams:
     compute_units: int = 1
     #: cpu family: the register tiles for the device's SIMD width (``kernels.cpu_tiles``)
     tiles: CpuTiles = AVX512
+    #: the device compiles qconv.cl's AVX2 vpmaddwd loop (AVX2, clang vectors, no VNNI): int8
+    #: convolution weights are packed for it
+    qconv_madd: bool = False
 
     @property
     def gpu(self) -> bool:
@@ -92,4 +95,5 @@ def params_for(caps: Caps, family: str | None = None) -> KernelParams:
         family=family, device=caps.name, gemm_wg=wg, small_wg=min(64, wg_max),
         min_items=max(64, 4 * caps.compute_units * lanes * 8), compute_units=caps.compute_units,
         tiles=tiles_for(caps.float_vector_width),
+        qconv_madd=caps.avx2 and caps.clang_vectors and not caps.vnni,
     )

@@ -174,10 +174,11 @@ QCONV_VARIANTS = ("int16 weights", "portable", "vnni", "standard", "avx2 madd")
 
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
                bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None,
-               tiles: CpuTiles = AVX512) -> KernelSpec:
+               tiles: CpuTiles = AVX512, madd: bool = False) -> KernelSpec:
     """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64); with
     ``residual``, the kernel also reads the ADD's other operand (binding ``res``); pixels x
-    16-channel vectors per work-item from ``tiles.qconv``."""
+    16-channel vectors per work-item from ``tiles.qconv``; ``madd``: the device compiles the
+    AVX2 vpmaddwd loop (``KernelParams.qconv_madd``), so int8 weights go in its layout."""
     oc, kh, kw, ic = w_ohwi.shape
     wh, ww = kernels.padded_windows(g.ih, g.iw, kh, kw, g.stride, g.dilation, g.padding, g.pads)
     npix = g.nb * wh.out * ww.out
@@ -186,12 +187,14 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     w8 = bool(w_ohwi.size == 0 or (w_ohwi.min() >= -128 and w_ohwi.max() <= 127))
-    weights = pack_qconv_weights(w_ohwi, ocb, w8)
+    weights = pack_qconv_weights(w_ohwi, ocb, w8, madd and w8)
     dtype = np.dtype(dtype)
     defines: dict[str, object] = {"XT": CL_TYPES[dtype], "XT_IS_SIGNED": int(dtype == np.int8),
                                   "WT": "char" if w8 else "short", "NV": nv, "PW": pw}
     if w8:
         defines["W8"] = True
+        if madd:
+            defines["QCONV_MADD_LAYOUT"] = True
     defines.update(requant.defines)
     args = kernels.scalars(IH=g.ih, IW=g.iw, IC=ic, XS=g.xs, xoff=g.xoff, OH=wh.out, OW=ww.out, OC=oc,
                            YS=g.ys, yoff=g.yoff, KH=kh, KW=kw, SH=g.stride[0], SW=g.stride[1],
@@ -223,8 +226,10 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
     )
 
 
-def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool) -> np.ndarray:
-    """[OC][KH][KW][IC] -> [OCP/OCB][KH*KW][ICQ][OCB][4] int8 (``w8``) or [OCP/OCB][KH*KW][IC][OCB] int16."""
+def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool, madd: bool = False) -> np.ndarray:
+    """[OC][KH][KW][IC] -> [OCP/OCB][KH*KW][ICQ][OCB][4] int8 (``w8``) or [OCP/OCB][KH*KW][IC][OCB] int16;
+    ``madd``: each 16-channel block of quads [16][4] as [2 halves][2 pairs][8][2] (qconv.cl's
+    QCONV_MADD_LAYOUT: a weight vector of vpmaddwd is one 16-byte load)."""
     oc, kh, kw, ic = w_ohwi.shape
     ocp = packing.round_up(oc, ocb)
     icp = packing.round_up(ic, 4) if w8 else ic
@@ -232,6 +237,9 @@ def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool) -> np.ndarray:
     padded[:oc, :, :ic] = w_ohwi.reshape(oc, kh * kw, ic)
     if w8:
         blocks = padded.reshape(ocp // ocb, ocb, kh * kw, icp // 4, 4).transpose(0, 2, 3, 1, 4)
+        if madd:
+            lead = blocks.shape[:3]
+            blocks = blocks.reshape(*lead, ocb // 16, 2, 8, 2, 2).transpose(0, 1, 2, 3, 4, 6, 5, 7)
     else:
         blocks = padded.reshape(ocp // ocb, ocb, kh * kw, icp).transpose(0, 2, 3, 1)
     return np.ascontiguousarray(blocks)

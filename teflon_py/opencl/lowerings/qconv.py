@@ -67,7 +67,8 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         lo, hi = g * ocg, (g + 1) * ocg
         part_bias = None if bias is None else bias[lo:hi]
         spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w[lo:hi], part_bias,
-                                   requant.channels(lo, hi), residual, tiles=ctx.params.tiles)
+                                   requant.channels(lo, hi), residual, tiles=ctx.params.tiles,
+                                   madd=ctx.params.qconv_madd)
         qkernels.launch(ctx, spec, input=x, output=ctx.output(), **res_binding)
 
 
@@ -145,5 +146,6 @@ def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     geo = ConvGeometry(1, 1, rows, xs=depth, xoff=0, ys=units, yoff=0, kh=1, kw=1, stride=(1, 1),
                        dilation=(1, 1), padding=Padding.valid())
     spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w.reshape(units, 1, 1, depth), _bias(graph, op),
-                               qkernels.conv_requant(graph, op, attrs.activation), tiles=ctx.params.tiles)
+                               qkernels.conv_requant(graph, op, attrs.activation), tiles=ctx.params.tiles,
+                               madd=ctx.params.qconv_madd)
     qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())

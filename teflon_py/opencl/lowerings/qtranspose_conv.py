@@ -83,7 +83,8 @@ def as_qconv_spec(g: Geometry, dtype: np.dtype, x_zp: int, w: np.ndarray, bias: 
     geo = ConvGeometry(nb, ih, iw, xs=ic, xoff=0, ys=oc, yoff=0, kh=kh, kw=kw, stride=(1, 1), dilation=(1, 1),
                        padding=Padding.valid(), pads=((top, bottom), (left, right)))
     flipped = np.ascontiguousarray(w[:, ::-1, ::-1, :])
-    return qspecs.qconv_spec(geo, dtype, x_zp, flipped, bias, requant, tiles=params.tiles)
+    return qspecs.qconv_spec(geo, dtype, x_zp, flipped, bias, requant, tiles=params.tiles,
+                             madd=params.qconv_madd)
 
 
 @register("TRANSPOSE_CONV", kind="int8", dtypes=KINDS["int8"], check=check_qtranspose_conv, params=(0,),
