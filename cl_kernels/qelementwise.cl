@@ -6,6 +6,22 @@
 // type's minimum), and results are stored as the low byte of the clamped int.
 // Work split as elementwise.cl: rows of `inner` elements, `rpi` rows or one `chunk` per item.
 
+// This work-item's slice of the broadcasting kernels' rows: rows r0 .. r1 - 1, elements c0 .. c1 - 1
+// of each; Q_ROW(r) sets the row's operands a, b and output o (host: broadcast_geometry).
+#define Q_SLICE                                                                                     \
+  const int c0 = get_global_id(0) * chunk;                                                          \
+  const int c1 = c0 + chunk < inner ? c0 + chunk : inner;                                           \
+  const int r0 = get_global_id(1) * rpi;                                                            \
+  const int r1 = r0 + rpi < rows ? r0 + rpi : rows;
+#define Q_ROW(r)                                                                                    \
+  int q = r;                                                                                        \
+  const int i3 = q % d3; q /= d3;                                                                   \
+  const int i2 = q % d2; q /= d2;                                                                   \
+  const int i1 = q % d1; const int i0 = q / d1;                                                     \
+  const __global uchar* a = A + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3;                          \
+  const __global uchar* b = B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3;                          \
+  __global uchar* o = O + r * inner;
+
 // ADD / SUB / MUL / SQUARED_DIFFERENCE with numpy broadcasting (host: broadcast_geometry):
 // out = clamp(MBQM(COMBINE(ta[ua], tb[ub]), m, shift) + zo). ADD/SUB's tables hold each input
 // already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp,
@@ -20,19 +36,10 @@
                      const int sa2, const int sa3, const int sb0, const int sb1, const int sb2,    \
                      const int sb3, const int flip, const int m, const int shift, const int zo,    \
                      const int lo, const int hi) {                                                 \
-    const int c0 = get_global_id(0) * chunk;                                                        \
-    const int c1 = c0 + chunk < inner ? c0 + chunk : inner;                                         \
-    const int r0 = get_global_id(1) * rpi;                                                          \
-    const int r1 = r0 + rpi < rows ? r0 + rpi : rows;                                               \
+    Q_SLICE                                                                                         \
     const i16v m16 = m, l16 = shift > 0 ? shift : 0, r16 = shift > 0 ? 0 : -shift;                  \
     for (int r = r0; r < r1; r++) {                                                                 \
-      int q = r;                                                                                    \
-      const int i3 = q % d3; q /= d3;                                                               \
-      const int i2 = q % d2; q /= d2;                                                               \
-      const int i1 = q % d1; const int i0 = q / d1;                                                 \
-      const __global uchar* a = A + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3;                      \
-      const __global uchar* b = B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3;                      \
-      __global uchar* o = O + r * inner;                                                            \
+      Q_ROW(r)                                                                                      \
       int i = c0;                                                                                   \
       for (; i + 16 <= c1; i += 16) { /* 16 at a time: table gathers, vector requantization */    \
         i16v x, y;                                                                                  \
@@ -69,19 +76,10 @@ __kernel void qmul_linear(__global const uchar* restrict A, __global const uchar
                           const int sb0, const int sb1, const int sb2, const int sb3, const int flip,
                           const int m, const int shift, const int zo, const int lo, const int hi,
                           const int oa, const int ob) {
-  const int c0 = get_global_id(0) * chunk;
-  const int c1 = c0 + chunk < inner ? c0 + chunk : inner;
-  const int r0 = get_global_id(1) * rpi;
-  const int r1 = r0 + rpi < rows ? r0 + rpi : rows;
+  Q_SLICE
   const i16v m16 = m, l16 = shift > 0 ? shift : 0, r16 = shift > 0 ? 0 : -shift;
   for (int r = r0; r < r1; r++) {
-    int q = r;
-    const int i3 = q % d3; q /= d3;
-    const int i2 = q % d2; q /= d2;
-    const int i1 = q % d1; const int i0 = q / d1;
-    const __global uchar* a = A + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3;
-    const __global uchar* b = B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3;
-    __global uchar* o = O + r * inner;
+    Q_ROW(r)
     const int xa = (a[0] ^ flip) + oa, yb = (b[0] ^ flip) + ob;  // the stride-0 operands' value
     int i = c0;
     for (; i + 16 <= c1; i += 16) {

@@ -86,6 +86,20 @@ def _two_convs() -> bytes:
     return mb.build()
 
 
+def _one_conv(shape: tuple[int, ...], dtype: type, qx: tuple[float, int], w: np.ndarray, qw: tuple[float, int],
+              bias: np.ndarray, qy: tuple[float, int]) -> bytes:
+    """One 3x3 SAME CONV_2D of ``dtype`` (input ``shape``, weights ``w``), quantized as given."""
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", shape, dtype, quantization=quantization(*qx))
+    wt = g.add_constant("w", w, quantization=quantization(*qw))
+    b = g.add_constant("b", np.asarray(bias, np.int32), quantization=quantization(qx[0] * qw[0], 0))
+    y = g.add_tensor("y", (*shape[:3], w.shape[0]), dtype, quantization=quantization(*qy))
+    g.add_op("CONV_2D", [x, wt, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
+    g.mark_outputs(y)
+    return mb.build()
+
+
 def _device_caps():
     from teflon_py.opencl.caps import Caps
     from teflon_py.opencl.runtime import device as dev
@@ -127,18 +141,11 @@ def test_avx2_madd_conv_path_matches(device) -> None:
     it = check_model(_two_convs(), "opencl")
     assert _compiled_variants(it) == [("qconv", "avx2 madd")]
     rng = np.random.default_rng(11)
-    mb = ModelBuilder()
-    g = mb.main
-    x = g.add_input("x", (1, 16, 16, 13), np.int8, quantization=quantization(0.02, -128))
-    w = g.add_constant("w", rng.choice(np.array([-128, -127, 127, 0, 1], np.int8), (19, 3, 3, 13)),
-                       quantization=quantization(0.003, 0))
-    b = g.add_constant("b", rng.integers(-9000, 9000, 19).astype(np.int32),
-                       quantization=quantization(0.02 * 0.003, 0))
-    y = g.add_tensor("y", (1, 16, 16, 19), np.int8, quantization=quantization(0.9, 5))
-    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
-    g.mark_outputs(y)
+    model = _one_conv((1, 16, 16, 13), np.int8, (0.02, -128), rng.choice(np.array([-128, -127, 127, 0, 1], np.int8),
+                                                                        (19, 3, 3, 13)),
+                      (0.003, 0), rng.integers(-9000, 9000, 19), (0.9, 5))
     inputs = [np.arange(16 * 16 * 13).reshape(1, 16, 16, 13).astype(np.uint8).view(np.int8)]
-    it = check_model(mb.build(), "opencl", inputs=inputs)
+    it = check_model(model, "opencl", inputs=inputs)
     assert _compiled_variants(it) == [("qconv", "avx2 madd")]
 
 
@@ -194,17 +201,9 @@ def test_portable_conv_path_matches(device, monkeypatch: pytest.MonkeyPatch) -> 
 def test_int16_weight_conv_reports_its_loop(device) -> None:
     """uint8 weights whose zero point leaves them outside int8 take the int16-weight loop."""
     rng = np.random.default_rng(4)
-    mb = ModelBuilder()
-    g = mb.main
-    x = g.add_input("x", (1, 5, 5, 8), np.uint8, quantization=quantization(0.05, 120))
-    w = g.add_constant("w", rng.integers(0, 256, (6, 3, 3, 8)).astype(np.uint8),
-                       quantization=quantization(0.004, 3))
-    b = g.add_constant("b", rng.integers(-2000, 2000, 6).astype(np.int32),
-                       quantization=quantization(0.05 * 0.004, 0))
-    y = g.add_tensor("y", (1, 5, 5, 6), np.uint8, quantization=quantization(0.3, 100))
-    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
-    g.mark_outputs(y)
-    it = check_model(mb.build(), "opencl")
+    model = _one_conv((1, 5, 5, 8), np.uint8, (0.05, 120), rng.integers(0, 256, (6, 3, 3, 8)).astype(np.uint8),
+                      (0.004, 3), rng.integers(-2000, 2000, 6), (0.3, 100))
+    it = check_model(model, "opencl")
     assert _compiled_variants(it) == [("qconv", "int16 weights")]
 
 

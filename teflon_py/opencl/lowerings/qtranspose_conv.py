@@ -72,16 +72,13 @@ def as_qconv_spec(g: Geometry, dtype: np.dtype, x_zp: int, w: np.ndarray, bias: 
     """Stride 1: ``qconv`` with the kernel flipped over an input padded by KH-1-PT before and
     whatever makes the output OH after (padding taps read the input zero point); None when a
     padding would be negative."""
-    if g.stride != (1, 1):
-        return None
     nb, ih, iw, ic = g.input_shape
     oc, kh, kw, _ = w.shape
-    top, left = kh - 1 - g.pad[0], kw - 1 - g.pad[1]
-    bottom, right = g.out_hw[0] - ih - top + kh - 1, g.out_hw[1] - iw - left + kw - 1
-    if min(top, left, bottom, right) < 0:
+    pads = g.mirrored_pads(kh, kw)
+    if pads is None:
         return None
     geo = ConvGeometry(nb, ih, iw, xs=ic, xoff=0, ys=oc, yoff=0, kh=kh, kw=kw, stride=(1, 1), dilation=(1, 1),
-                       padding=Padding.valid(), pads=((top, bottom), (left, right)))
+                       padding=Padding.valid(), pads=pads)
     flipped = np.ascontiguousarray(w[:, ::-1, ::-1, :])
     return qspecs.qconv_spec(geo, dtype, x_zp, flipped, bias, requant, tiles=params.tiles,
                              madd=params.qconv_madd)

@@ -16,7 +16,7 @@ from teflon_py import ir
 from teflon_py.opencl.kernels import gpu_specs, packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
-from teflon_py.opencl.kernels.specs import Clamp, KernelSpec
+from teflon_py.opencl.kernels.specs import Clamp, KernelSpec, Pads
 from teflon_py.opencl.params import CPU, KernelParams
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
@@ -34,6 +34,19 @@ class Geometry:
     out_hw: tuple[int, int]
     stride: tuple[int, int]
     pad: tuple[int, int]
+
+    def mirrored_pads(self, kh: int, kw: int) -> Pads | None:
+        """Stride 1 only: the ((top, bottom), (left, right)) padding of the input under which a
+        VALID convolution with the KH x KW kernel flipped computes this transpose convolution
+        (KH-1-PT before, whatever makes the output OH after); None when one would be negative."""
+        if self.stride != (1, 1):
+            return None
+        _, ih, iw, _ = self.input_shape
+        top, left = kh - 1 - self.pad[0], kw - 1 - self.pad[1]
+        bottom, right = self.out_hw[0] - ih - top + kh - 1, self.out_hw[1] - iw - left + kw - 1
+        if min(top, left, bottom, right) < 0:
+            return None
+        return ((top, bottom), (left, right))
 
 
 def transpose_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
@@ -69,16 +82,10 @@ def as_conv_spec(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
     """Stride 1: the equivalent CONV_2D (flipped kernel, VALID over an input padded by KH-1-PT
     before and whatever makes the output OH after), on ``params``'s kernel family; None when
     that padding would be negative."""
-    if g.stride != (1, 1):
-        return None
-    _, ih, iw, _ = g.input_shape
-    _, kh, kw, _ = filt.shape
-    top, left = kh - 1 - g.pad[0], kw - 1 - g.pad[1]
-    bottom, right = g.out_hw[0] - ih - top + kh - 1, g.out_hw[1] - iw - left + kw - 1
-    if min(top, left, bottom, right) < 0:
+    pads = g.mirrored_pads(filt.shape[1], filt.shape[2])
+    if pads is None:
         return None
     flipped = np.ascontiguousarray(np.asarray(filt, np.float32)[:, ::-1, ::-1, :])
-    pads = ((top, bottom), (left, right))
     if params is not None and params.gpu:
         return gpu_specs.conv2d_spec(params, g.input_shape, flipped, bias, padding=ir.Padding.VALID,
                                      activation=activation, pads=pads)

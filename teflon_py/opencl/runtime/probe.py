@@ -47,7 +47,9 @@ DEFAULT_TIMEOUT = 120.0
 #: "error": a build error the driver survived, "crash", "hang"); "recorded": answered from a record.
 STATS: Counter[str] = Counter()
 _known: dict[str, dict[str, Any]] = {}  # key -> outcome record, for caches without a directory
-_children: dict[int, _Child | None] = {}  # device pointer -> its worker; None: it cannot start
+#: (device pointer, slot) -> a worker (slot 0 the device's own, more for ``check_many``); None: it
+#: cannot start
+_children: dict[tuple[int, int], _Child | None] = {}
 
 
 def forget() -> None:
@@ -113,7 +115,7 @@ def check_many(dev: Any, items: list[tuple[str, str, str, str]], records: Path |
         pending.put(it)
 
     def work(slot: int) -> None:  # each thread starts its child, so the children start together
-        child = _child(dev, limit) if slot == 0 else _extra_child(dev, limit, slot)
+        child = _child(dev, limit, slot)
         while child is not None:
             try:
                 key, source, options, label = pending.get_nowait()
@@ -183,40 +185,23 @@ def _write(key: str, records: Path | None, record: dict[str, Any]) -> None:
         pass  # a read-only cache directory: probe again next time
 
 
-def _child(dev: Any, limit: float) -> _Child | None:
-    """The device's worker, started when there is none (or it died); None when it cannot start."""
-    ptr = dev.int_ptr
-    child = _children.get(ptr, False)
+def _child(dev: Any, limit: float, slot: int = 0) -> _Child | None:
+    """The device's worker in ``slot``, started when there is none (or it died); None when it
+    cannot start (slot 0 says so once: programs are then built unprobed; ``check_many`` does
+    without a further slot)."""
+    key = (dev.int_ptr, slot)
+    child = _children.get(key, False)
     if child is None:
         return None
     if child is False or not child.alive():
         try:
-            child = _children[ptr] = _Child(dev, limit)
+            child = _children[key] = _Child(dev, limit)
             STATS["started"] += 1
         except BackendError as e:
-            _children[ptr] = None
-            warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
-                          f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
-            return None
-    return child
-
-
-_extras: dict[tuple[int, int], _Child | None] = {}  # (device pointer, slot) -> a further worker
-
-
-def _extra_child(dev: Any, limit: float, slot: int) -> _Child | None:
-    """A further worker for ``check_many`` (slot >= 1), started when there is none; None when it
-    cannot start (``check_many`` then uses the others)."""
-    key = (dev.int_ptr, slot)
-    child = _extras.get(key, False)
-    if child is None:
-        return None
-    if child is False or not child.alive():
-        try:
-            child = _extras[key] = _Child(dev, limit)
-            STATS["started"] += 1
-        except BackendError:
-            _extras[key] = None
+            _children[key] = None
+            if slot == 0:
+                warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
+                              f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
             return None
     return child
 
