@@ -36,6 +36,13 @@ inline f16u clamp16(f16u v, float lo, float hi) {
   return v > (f16u)(hi) ? (f16u)(hi) : v;
 }
 
+// A PRELU folded into an epilogue: v where v >= 0, else v times the 16 channels' slopes at `a`
+// (TFLite's x >= 0 ? x : x * alpha; NaN takes the product, which keeps it NaN).
+inline f16u prelu16(f16u v, const __global float* a) {
+  const f16u s = LOAD16(a);
+  return v >= (f16u)(0.0f) ? v : v * s;
+}
+
 // The first `n` lanes at p (all 16 when n >= 16), the rest 0: a row's tail without reading past it.
 inline f16u load_upto(const __global float* p, int n) {
   if (n >= 16) return LOAD16(p);

@@ -9,15 +9,17 @@
 // the bias as a 16-lane pattern, so each k step is RV scalar loads of A, spread over the lanes,
 // times one B vector. Rows past M repeat row M - 1 and are not stored. Each work-item computes
 // GV vectors at a time over `vpi` consecutive vectors. Epilogue as gemm.cl's (residual R shaped
-// like C). Global (ceil(vectors / vpi)), local 1.
+// like C; a folded PRELU's slopes `alpha` as a 16-lane pattern like the bias). Global
+// (ceil(vectors / vpi)), local 1.
 #define RV (16 / NN)
 #define GV 4
 
 __kernel void GEMM_NARROW_NAME(__global const float* restrict A, __global const float* restrict B,
                                __global const float* restrict bias, __global float* restrict C,
-                               __global const float* restrict R, const int M, const int K,
-                               const int lda, const float lo, const float hi, const int res,
-                               const float rlo, const float rhi, const int vpi) {
+                               __global const float* restrict R, __global const float* restrict alpha,
+                               const int M, const int K, const int lda, const float lo, const float hi,
+                               const int res, const float rlo, const float rhi, const int vpi,
+                               const int prelu) {
   const int flat = M * NN, vectors = (flat + 15) / 16;
   const int v0 = get_global_id(0) * vpi;
   const int v1 = v0 + vpi < vectors ? v0 + vpi : vectors;
@@ -53,6 +55,7 @@ __kernel void GEMM_NARROW_NAME(__global const float* restrict A, __global const 
       const int f = (v + g) * 16;
       f16u y = clamp16(t[g], lo, hi);
       if (res) y = clamp16(y + load_upto(R + f, flat - f), rlo, rhi);
+      if (prelu) y = prelu16(y, alpha);
       store_upto(C + f, y, flat - f);
     }
   }

@@ -107,6 +107,49 @@ def test_residual_add_folds_into_the_conv(family: str, case: str, folds: bool) -
     assert (add in compiled_partition(it).stats["folded"]) == folds
 
 
+def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False) -> bytes:
+    """x -> conv kxk [-> ADD with x] -> PRELU (per-channel or one slope), as MediaPipe's blocks;
+    ``shared``: the PRELU's input is also a graph output (nothing may fold into its writer)."""
+    rng = np.random.default_rng(5)
+    mb = ModelBuilder()
+    g = mb.main
+    shape = (1, 6, 7, ch)
+    x = g.add_input("x", shape, F32)
+    w = g.add_constant("w", (rng.standard_normal((ch, k, k, ch)) / np.sqrt(k * k * ch)).astype(F32))
+    b = g.add_constant("b", rng.standard_normal(ch).astype(F32))
+    y = g.add_tensor("conv", shape, F32)
+    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    if with_add:
+        s = g.add_tensor("sum", shape, F32)
+        g.add_op("ADD", [y, x], [s], O.AddOptions())
+        y = s
+    slopes = rng.uniform(-0.5, 0.5, (1, 1, ch) if alpha == "channel" else (1,)).astype(F32)
+    a = g.add_constant("alpha", slopes)
+    out = g.add_tensor("out", shape, F32)
+    g.add_op("PRELU", [y, a], [out])
+    g.mark_outputs(out, *([y] if shared else []))
+    return mb.build()
+
+
+@pytest.mark.parametrize("k, ch, with_add, alpha", [(1, 24, True, "channel"), (1, 8, True, "channel"),
+                                                    (3, 24, True, "scalar"), (3, 8, False, "channel"),
+                                                    (1, 40, False, "scalar")])
+def test_prelu_folds_into_the_conv(family: str, k: int, ch: int, with_add: bool, alpha: str) -> None:
+    """A PRELU after a conv (after the ADD folded into it) runs in the conv's epilogue on the cpu
+    family (gemm, gemm_narrow, conv2d), and stays its own launch on the gpu family; LiteRT's
+    numbers either way."""
+    x = np.random.default_rng(2).standard_normal((1, 6, 7, ch)).astype(np.float32)
+    it = check_model(conv_prelu(k, ch, with_add, alpha), "opencl", inputs=[x])
+    prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
+    assert (prelu in compiled_partition(it).stats["folded"]) == (family == "cpu")
+
+
+def test_a_prelu_whose_input_is_read_elsewhere_does_not_fold(family: str) -> None:
+    it = check_model(conv_prelu(1, 24, True, "channel", shared=True), "opencl")
+    prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
+    assert prelu not in compiled_partition(it).stats["folded"]
+
+
 _ALLOCATE = textwrap.dedent("""
     import json, time
     import numpy as np

@@ -32,7 +32,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
-from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion
+from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion, plan_prelu, prelu_slopes
 from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
@@ -202,6 +202,11 @@ class Builder:
         """The ADD folded into ``op``'s epilogue (``op`` then writes the ADD's output), if any."""
         return self.residuals.get(op.index)
 
+    def prelu(self, op: ir.Operation) -> np.ndarray | None:
+        """The per-channel slopes of the PRELU folded into ``op``'s epilogue, applied last."""
+        folded = self.plan.prelu.get(op.index)
+        return None if folded is None else prelu_slopes(self.graph, self.graph.operations[folded])
+
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         if self.params.gpu:  # the small kernels' CPU work splits become GPU-style grids
@@ -256,6 +261,9 @@ class OpEmitter:
 
     def residual(self) -> Residual | None:
         return self.b.residual(self.op)
+
+    def prelu(self) -> np.ndarray | None:
+        return self.b.prelu(self.op)
 
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         self.b.launch(spec, **bindings)
@@ -324,6 +332,8 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
 
     plan = plan_fusion(graph, partition.nodes, partition.outputs, lookup)
     residuals = plan_residuals(graph, partition.nodes, partition.outputs, plan, lookup)
+    if not params.gpu:  # the gpu family's kernels have no PRELU epilogue
+        plan_prelu(graph, partition.nodes, partition.outputs, plan, lookup)
     b = Builder(graph, partition.nodes, plan, residuals, params)
     for i in partition.nodes:
         if i in plan.skip:

@@ -4,6 +4,9 @@
   output (``Lowering.fuses_activation``: conv, depthwise, FC, ADD, ...) and has no other reader
   folds into that producer: the producer writes the activation's output, clamped by the
   intersection of its own fused activation and the folded ones (chains fold repeatedly).
+- A float PRELU whose slopes are a constant per channel (or one slope) and whose input comes, with
+  no other reader, from an op that takes it (``Lowering.fuses_prelu``: CONV_2D on the cpu kernel
+  family, after any ADD folded into that conv) folds into that op's epilogue (``plan_prelu``).
 - A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose
   output feeds only input 0 of an op that takes explicit padding (``Lowering.folds_pad``: conv,
   depthwise, pools) folds into that op's padding.
@@ -50,6 +53,7 @@ class FusionPlan:
     output: dict[int, int] = field(default_factory=dict)  # producer -> tensor it writes instead
     clamp: dict[int, Clamp] = field(default_factory=dict)  # producer -> folded activations' clamp
     pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
+    prelu: dict[int, int] = field(default_factory=dict)  # producer -> slopes tensor of its folded PRELU
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -116,3 +120,57 @@ def _fold_pad(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]
     pads = ((int(paddings[1, 0]), int(paddings[1, 1])), (int(paddings[2, 0]), int(paddings[2, 1])))
     plan.skip.add(op.index)
     plan.pad[consumer.index] = FoldedPad(op.inputs[0], pads)
+
+
+def prelu_slopes(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
+    """A float PRELU's slopes as one per channel of its input (float32 [C]), when they are a
+    constant that varies along the last axis only (or a single value); else None."""
+    if op.name != "PRELU" or len(op.inputs) != 2 or graph.tensors[op.inputs[0]].dtype != np.float32:
+        return None
+    alpha = graph.tensors[op.inputs[1]]
+    shape = tuple(graph.tensors[op.inputs[0]].shape)
+    if alpha.data is None or alpha.dtype != np.float32 or not shape:
+        return None
+    a = np.asarray(alpha.data, np.float32)
+    channels = shape[-1]
+    if a.size == 1:
+        return np.full(channels, a.reshape(-1)[0], np.float32)
+    if a.size != channels or a.shape[-1] != channels or a.ndim > len(shape):
+        return None
+    return np.ascontiguousarray(a.reshape(channels))
+
+
+def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+               lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each float PRELU with per-channel constant slopes into the op that writes its input
+    (after the other folds: a conv that took an ADD writes the ADD's output), when that op's
+    lowering ``fuses_prelu`` and nothing else reads the tensor. Updates ``plan``."""
+    kept = set(outputs) | set(graph.outputs)
+    live = [i for i in nodes if i not in plan.skip]
+    readers: dict[int, list[int]] = defaultdict(list)
+    writer: dict[int, int] = {}
+    for i in live:
+        op = graph.operations[i]
+        for t in op.inputs:
+            if t != ir.NO_TENSOR:
+                readers[t].append(i)
+        for k, t in enumerate(op.outputs):
+            writer[plan.output.get(i, t) if k == 0 else t] = i
+    for i in live:
+        op = graph.operations[i]
+        if op.name != "PRELU" or prelu_slopes(graph, op) is None:
+            continue
+        x = op.inputs[0]
+        p = writer.get(x)
+        if p is None or p in plan.prelu or x in kept or readers.get(x) != [i]:
+            continue
+        producer = graph.operations[p]
+        low = lookup(producer)
+        if low is None or not getattr(low, "fuses_prelu", False) or getattr(low, "kind", None) != "float32":
+            continue
+        if tuple(graph.tensors[x].shape) != tuple(graph.tensors[op.outputs[0]].shape):
+            continue
+        plan.skip.add(i)
+        plan.prelu[p] = op.index
+        plan.output[p] = op.outputs[0]
+        writer[op.outputs[0]] = p

@@ -35,7 +35,9 @@ sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``c
 writes ``ctx.output()`` and clamps with ``ctx.clamp()``: fusion (``fusion.py``) may have folded
 a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a following
 RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp()``);
-``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads()``).
+``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads()``);
+``fuses_prelu=True`` lets a following float PRELU with per-channel (or one) constant slopes fold
+into it on the cpu kernel family (it must apply ``ctx.prelu()`` last).
 ``compiled.py`` then places tensors (arena, zero-copy inputs/outputs, constants), builds the
 programs and creates the kernels once.
 """
@@ -107,6 +109,8 @@ class OpEmit(Protocol):
 
     def residual(self) -> Any: ...
 
+    def prelu(self) -> Any: ...
+
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None: ...
 
     def alias(self, dst: int, src: int) -> None: ...
@@ -134,6 +138,7 @@ class Lowering:
     max_rank: int | None = 4
     fuses_activation: bool = False
     folds_pad: bool = False
+    fuses_prelu: bool = False
 
 
 #: op name -> kind (dtype name of its data operand: "float32", "int8", "uint8", "bool"...) -> Lowering
@@ -143,7 +148,7 @@ LOWERINGS: dict[str, dict[str, Lowering]] = {}
 def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
              check: Checker | None = None, params: tuple[int, ...] = (),
              constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
-             folds_pad: bool = False) -> Callable[[Emitter], Emitter]:
+             folds_pad: bool = False, fuses_prelu: bool = False) -> Callable[[Emitter], Emitter]:
     """Decorator: register ``emit(ctx, attrs)`` for ``ops`` on data operands of ``kind``, with
     ``check(attrs, tensors, caps)`` (see the module docstring for the other arguments)."""
 
@@ -154,7 +159,7 @@ def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = 
                 raise ValueError(f"OpenCL lowering for {name} ({kind}) registered twice")
             LOWERINGS.setdefault(name, {})[kind] = Lowering(
                 name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
-                fuses_activation, folds_pad)
+                fuses_activation, folds_pad, fuses_prelu)
         return fn
 
     return wrap

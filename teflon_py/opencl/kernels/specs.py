@@ -220,17 +220,18 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
               ldc: int | None = None, ask: int = 1, batching: Batching | None = None,
               pack_strides: tuple[int, int] | None = None, mr: int | None = None,
               nv: int | None = None, residual: Clamp | None = None, tpi: int | None = None,
-              panel_major: bool | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
+              panel_major: bool | None = None, tiles: CpuTiles = AVX512,
+              alpha: np.ndarray | None = None) -> KernelSpec:
     """C[m][n] = act(A[m][k] . B + bias) with A rows ``lda`` apart and C rows ``ldc`` apart.
 
     ``b_kn`` is B as [K][N] (or [batches][K][N]), packed here; None when B is packed on the device
     by ``pack_b_spec`` (then ``pack_strides`` = B's (k, n) strides, and the caller binds "weights").
     ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
-    tensor shaped like C.
+    tensor shaped like C. ``alpha``: the per-column slopes of a PRELU folded in after it.
     """
     if (n < 16 and 16 % n == 0 and ask == 1 and b_kn is not None and np.ndim(b_kn) == 2
             and (batching is None or batching.count == 1) and not (mr or nv or tpi)):
-        return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual)
+        return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual, alpha)
     gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
     nv = 4 if gemv else nv or choose_nv(n, tiles)
     mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
@@ -258,9 +259,11 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
             tpi = max(tpi, -(-n_tiles // GEMM_MIN_ITEMS))
         elif tpi >= panels:  # whole rows per item: each C row written by one work-item
             tpi = -(-tpi // panels) * panels
-    args.update(scalars(tpi=tpi, panel_major=int(panel_major)))
+    args.update(scalars(tpi=tpi, panel_major=int(panel_major), prelu=int(alpha is not None)))
     global_size = (-(-n_tiles // tpi), 1, global_size[2])
     constants = {"bias": packing.panel_bias(bias, n, nr)}
+    if alpha is not None:
+        constants["alpha"] = packing.panel_bias(alpha, n, nr)
     if b_kn is not None:
         b = np.asarray(b_kn, np.float32)
         constants["weights"] = (packing.pack_gemm_weights(b, nr) if b.ndim == 2 else
@@ -276,7 +279,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     return KernelSpec(
         files=files, name="gemm", defines={},
         global_size=global_size, local_size=(1, 1, 1),
-        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros", *args),
+        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros",
+              "alpha" if alpha is not None else "zeros", *args),
         constants=constants, flops=2 * m * n * k * batches, scalars=args, entry=entry,
         out_shape=(m, n), meta=meta, zeros=16,
     )
@@ -288,7 +292,7 @@ GEMM_NARROW_ITEMS = 16
 
 def _gemm_narrow_spec(m: int, n: int, k: int, b_kn: np.ndarray, bias: np.ndarray | None,
                       activation: ir.Activation | int | Clamp, lda: int, ldc: int,
-                      residual: Clamp | None) -> KernelSpec:
+                      residual: Clamp | None, alpha: np.ndarray | None = None) -> KernelSpec:
     """``gemm_narrow.cl`` for N in (1, 2, 4, 8) constant columns (C as flat 16-float vectors)."""
     if ldc != n:
         raise ValueError(f"gemm_narrow writes C rows {n} apart, not {ldc}")
@@ -300,14 +304,17 @@ def _gemm_narrow_spec(m: int, n: int, k: int, b_kn: np.ndarray, bias: np.ndarray
     vpi = -(-vpi // 4) * 4  # whole groups of the kernel's 4 vectors
     args = scalars(M=m, K=k, lda=lda)
     args.update(epilogue_scalars(activation, residual))
-    args.update(scalars(vpi=vpi))  # M K lda lo hi res rlo rhi vpi: the kernel's order
+    args.update(scalars(vpi=vpi, prelu=int(alpha is not None)))  # the kernel's order
+    constants = {"weights": np.ascontiguousarray(b16), "bias": bias16.astype(np.float32)}
+    if alpha is not None:
+        constants["alpha"] = np.tile(packing.pad_vector(alpha, n, n), reps)
     name = f"gemm_narrow_{n}"
     return KernelSpec(
         files=("common.cl", template("gemm_narrow.cl", GEMM_NARROW_NAME=name, NN=n)), name="gemm", defines={},
         global_size=(-(-vectors // vpi),), local_size=(1,),
-        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros", *args),
-        constants={"weights": np.ascontiguousarray(b16), "bias": bias16.astype(np.float32)},
-        flops=2 * m * n * k, scalars=args, entry=name, out_shape=(m, n), zeros=16,
+        args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros",
+              "alpha" if alpha is not None else "zeros", *args),
+        constants=constants, flops=2 * m * n * k, scalars=args, entry=name, out_shape=(m, n), zeros=16,
     )
 
 
@@ -372,11 +379,13 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 padding: ir.Padding | int = ir.Padding.SAME,
                 activation: ir.Activation | int | Clamp = ir.Activation.NONE,
                 pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
-                residual: Clamp | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
+                residual: Clamp | None = None, tiles: CpuTiles = AVX512,
+                alpha: np.ndarray | None = None) -> KernelSpec:
     """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM.
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
-    ``residual``: an ADD folded into the epilogue (see ``gemm_spec``).
+    ``residual``: an ADD folded into the epilogue, ``alpha``: a PRELU's per-channel slopes after
+    it (see ``gemm_spec``).
     """
     nb, ih, iw, ic = input_shape
     oc, kh, kw, fic = filt.shape
@@ -385,7 +394,7 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     if (kh, kw) == (1, 1) and stride == (1, 1) and pads == NO_PADS and pw is None:
         spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
-                         activation, nv=nv, residual=residual, tiles=tiles)
+                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha)
         return _replace(spec, out_shape=(nb, ih, iw, oc))
     nv = nv or choose_nv(oc, tiles)
     pw = pw or tiles.rows_for(nv)  # fewer pixels than pw take the kernel's edge path (no new variant)
@@ -397,14 +406,17 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     args.update(epilogue_scalars(activation, residual))
     pixel_blocks = -(-npix // pw)
     pbn = max(1, min(pixel_blocks, pixel_blocks * (ocp // ocb) // GEMM_ITEMS))
-    args.update(scalars(pbn=pbn))
+    args.update(scalars(pbn=pbn, prelu=int(alpha is not None)))
+    constants = {"weights": packing.pack_conv_weights_shifted(np.asarray(filt, np.float32), ocb),
+                 "bias": packing.panel_bias(bias, oc, ocb)}
+    if alpha is not None:
+        constants["alpha"] = packing.panel_bias(alpha, oc, ocb)
     return KernelSpec(
         files=template_files("conv2d.cl", "conv2d", tiles.blockings, (pw, nv)), name="conv2d", defines={},
         global_size=(ocp // ocb, -(-pixel_blocks // pbn)), local_size=(1, 1),
         args=("input", "weights", "bias", "zeros", "output", "residual" if residual is not None else "zeros",
-              *args),
-        constants={"weights": packing.pack_conv_weights_shifted(np.asarray(filt, np.float32), ocb),
-                   "bias": packing.panel_bias(bias, oc, ocb)},
+              "alpha" if alpha is not None else "zeros", *args),
+        constants=constants,
         zeros=ic * kw, flops=2 * npix * oc * kh * kw * ic, scalars=args, entry=f"conv2d_{pw}x{nv}",
         out_shape=(nb, wh.out, ww.out, oc),
     )

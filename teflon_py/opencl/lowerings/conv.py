@@ -105,7 +105,8 @@ def _bias(ctx: OpEmit) -> np.ndarray | None:
     return None if b == ir.NO_TENSOR else ctx.constant(b)
 
 
-@register("CONV_2D", check=check_conv_2d, constants=(1, 2), fuses_activation=True, folds_pad=True)
+@register("CONV_2D", check=check_conv_2d, constants=(1, 2), fuses_activation=True, folds_pad=True,
+          fuses_prelu=True)
 def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1
     (the GPU family: both in ``gpu_gemm.cl``); an ADD that ``compiled.plan_residuals`` folded
@@ -118,7 +119,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
     else:
         spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), tiles=ctx.params.tiles,
-                                   **kw)
+                                   alpha=ctx.prelu(), **kw)
     if residual is not None:
         ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
     else:
