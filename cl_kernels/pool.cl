@@ -1,5 +1,6 @@
 // NHWC AVERAGE_POOL_2D / MAX_POOL_2D, every size an ARGUMENT (one program for all shapes).
-// A work-item computes output pixels x 16 channels (fewer channels one at a time). The window starts at (oh*SH - PT,
+// A work-item computes output pixels x 16 channels (the last 16 shifted back to end at channel C,
+// overlapping the block before; fewer than 16 channels one at a time). The window starts at (oh*SH - PT,
 // ow*SW - PL) in input coordinates and is clipped to the padded input [-EPT, IH + EPB) x
 // [-EPL, IW + EPR), as TFLite clips to the input: cells of TFLite's own padding take no part.
 // EPT.. are an explicit zero PAD folded into the pool (0 without one): its cells count as
@@ -15,7 +16,8 @@
 
 // The item's pixels: POOL_PIXELS opens a loop over them that each kernel closes.
 #define POOL_PIXELS                                                                                \
-  const int c0 = get_global_id(0) * 16, row = get_global_id(2);                                   \
+  const int cg = get_global_id(0) * 16, row = get_global_id(2);                                   \
+  const int c0 = C >= 16 && cg > C - 16 ? C - 16 : cg; /* the last block shifted back: whole */   \
   const int n = row / OH, oh = row % OH, nc = C - c0;                                              \
   const int h0 = oh * SH - PT;                                                                     \
   const int hs = h0 > -EPT ? h0 : -EPT, he = h0 + FH < IH + EPB ? h0 + FH : IH + EPB;              \
