@@ -285,7 +285,7 @@ class GraphExecutor:
             supported = set()
             try:
                 verdicts = [(op, delegate.check(self.graph, op)) for op in self.graph.operations
-                            if op.index not in claimed and not is_folded(self.graph, op)]
+                            if op.index not in claimed]
             except BackendError as e:  # no usable device: nothing to check against
                 if fallback_policy(getattr(delegate, "fallback", None)) == "error":
                     raise

@@ -39,7 +39,7 @@ from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
 from teflon_py.opencl.lowerings import lowering_for
 from teflon_py.opencl.memory import Lifetime
 from teflon_py.opencl.params import KernelParams, params_for
-from teflon_py.opencl.registry import Ref, Scratch
+from teflon_py.opencl.registry import Ref, Scratch, folded_node
 from teflon_py.opencl.runtime.device import DeviceContext
 from teflon_py.opencl.runtime.launch import (
     Arena,
@@ -336,9 +336,9 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
         plan_prelu(graph, partition.nodes, partition.outputs, plan, lookup)
     b = Builder(graph, partition.nodes, plan, residuals, params)
     for i in partition.nodes:
-        if i in plan.skip:
-            continue
         op = graph.operations[i]
+        if i in plan.skip or folded_node(graph, op):  # folded: nothing to launch
+            continue
         b.current = i
         low = lowering_for(graph, op)
         try:
@@ -396,8 +396,8 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
              "arena_buffers": len(arena.buffers), "io": ll.io, "folded": sorted(b.plan.skip),
              "aliases": len(b.aliases),
              "variants": sorted({(la.info["kernel"], la.info["variant"]) for la in launches if "variant" in la.info}),
-             "lowerings": sorted({(graph.operations[i].name, lowering_for(graph, graph.operations[i]).kind)
-                                  for i in b.nodes})}
+             "lowerings": sorted({(op.name, low.kind) for op in (graph.operations[i] for i in b.nodes)
+                                  if (low := lowering_for(graph, op)) is not None})}
     return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
 
 

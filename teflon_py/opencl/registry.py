@@ -239,7 +239,13 @@ def _tensor_reason(t: ir.Tensor, low: Lowering) -> str | None:
 
 def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
     """Can the OpenCL delegate run ``op`` on a device with ``caps``? Pure: reads attributes,
-    shapes, types and constants only."""
+    shapes, types and constants only. A node whose outputs are all constants already (folded at
+    load or plan time: float16 weights, sparse weights, shape arithmetic) runs nothing: claimed at
+    no cost, so it splits no partition."""
+    if folded_node(graph, op):
+        if any(t in graph.outputs for t in op.outputs):
+            return Verdict.no(f"{op.name}: its constant output is a graph output: nothing to run")
+        return Verdict.ok()
     if op.name not in LOWERINGS:
         return Verdict.no(f"{op.name}: not lowered for OpenCL yet")
     low = lowering_for(graph, op)
@@ -252,6 +258,13 @@ def check_op(graph: ir.Graph, op: ir.Operation, caps: Any) -> Verdict:
         except UnsupportedError as e:  # a shared rule that refuses: its message is the reason
             reason = str(e)
     return Verdict.no(f"{op.name}: {reason}") if reason else Verdict.ok()
+
+
+def folded_node(graph: ir.Graph, op: ir.Operation) -> bool:
+    """Whether every output of ``op`` is already a constant (``fallback.constant_folding``,
+    ``shape_folding``): there is nothing to launch for it."""
+    outs = [t for t in op.outputs if t != ir.NO_TENSOR]
+    return bool(outs) and all(graph.tensors[t].is_constant for t in outs)
 
 
 def supported_ops(kind: str = "float32") -> frozenset[str]:
