@@ -85,6 +85,7 @@ def test_inspect_reports_family_and_device(capsys: pytest.CaptureFixture, monkey
     dev = teflon_py.load_delegate("opencl")
     for part in doc["partitions"]:
         assert part["kernel_family"] == family and part["device"] == dev.caps.name
+        assert ("tiles" in part) == (family == "cpu")
     assert cli.main(["inspect", str(path), "--delegate", "opencl"]) == 0
     text = capsys.readouterr().out.splitlines()
     assert f"partition 0 (opencl): device {dev.caps.name}, kernel family {family}" in text

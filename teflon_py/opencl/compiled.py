@@ -312,8 +312,11 @@ class OpenCLPartition(CompiledPartition):
             raise BackendError(f"OpenCL run failed: {e}") from e
 
     def describe(self) -> dict[str, Any]:
-        """The device and kernel family the partition runs on (``inspect``)."""
-        return {"device": self.stats.get("device"), "kernel_family": self.stats.get("kernel_family")}
+        """The device, kernel family and (cpu family) register tiles the partition runs with (``inspect``)."""
+        out = {"device": self.stats.get("device"), "kernel_family": self.stats.get("kernel_family")}
+        if "tiles" in self.stats:
+            out["tiles"] = self.stats["tiles"]
+        return out
 
     def close(self) -> None:
         self.launch_list = None
