@@ -37,7 +37,7 @@ def row(d: dict) -> str:
     if "error" in d:
         return f"| {name} | | | | error: {' '.join(d['error'])} | | | |"
     nodes = d["nodes_on"]
-    placed = d.get("fallback") or f"{nodes.get('opencl', 0)} + {nodes.get('numpy', 0)} folded"
+    placed = d.get("fallback") or f"all {nodes.get('opencl', 0)}"
     return (f"| {name} | {'int8' if '_i8' in name else 'float32'} | {d['median_ms']:.2f} | "
             f"{d['litert']['median_ms']:.2f} | **{d['ratio_to_litert']:.2f}** | {d['allocate_ms'] / 1000:.1f} s "
             f"({d['allocate_programs_built']}) | {d['allocate_warm_ms'] / 1000:.2f} s | {placed} |")
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     print("| model | type | ours ms | LiteRT ms | ours/LiteRT | cold load (programs) | warm load | "
-          "nodes on OpenCL + folded at load |")
+          "nodes on OpenCL |")
     print("|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[float]] = {"float32": [], "int8": []}
     for path in args.models:
