@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from teflon_py import ir
+from teflon_py.opencl.kernels import depthwise_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.runtime import device, programs
 
@@ -128,11 +129,11 @@ def build_cases(dc, cache, sweep: bool) -> list[Case]:
     x = rng.standard_normal((1, 112, 112, 32)).astype(np.float32)
     w = rng.standard_normal((1, 3, 3, 32)).astype(np.float32)
     b = rng.standard_normal(32).astype(np.float32)
-    spec = kernels.depthwise_spec(x.shape, w, b, activation=ir.Activation.RELU6)
+    spec = depthwise_specs.depthwise_spec(x.shape, w, b, activation=ir.Activation.RELU6)
     cases.append(kernel_case(dc, cache, "depthwise 3x3 112x112x32 s1", spec, x))
     np_case("shifted views", spec.flops, lambda x=x, w=w: numpy_depthwise(x, w, 1, (112, 112)))
     for pw in (4, 6, 7, 12, 14, 16) if sweep else ():
-        s = kernels.depthwise_spec(x.shape, w, b, pw=pw)
+        s = depthwise_specs.depthwise_spec(x.shape, w, b, pw=pw)
         cases.append(kernel_case(dc, cache, f"  depthwise pw={pw}", s, x))
 
     # fully connected 1x1024 -> 1000

@@ -6,6 +6,7 @@ import pytest
 
 from teflon_py import ir
 from teflon_py.errors import BackendError
+from teflon_py.opencl.kernels import depthwise_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.cpu_tiles import TABLES
 
@@ -187,7 +188,7 @@ def test_depthwise(cl_env, shape, dm, ksize, stride, dil, padding, act, tiles):
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((1, *ksize, shape[3] * dm)).astype(np.float32)
     b = rng.standard_normal(shape[3] * dm).astype(np.float32)
-    spec = kernels.depthwise_spec(shape, w, b, depth_multiplier=dm, stride=stride, dilation=dil,
+    spec = depthwise_specs.depthwise_spec(shape, w, b, depth_multiplier=dm, stride=stride, dilation=dil,
                                   padding=padding, activation=act, tiles=tiles)
     c = shape[3]
     assert (spec.entry == "depthwise_rows") == (dm == 1 and 16 % c == 0 and c < 16 and stride[1] == dil[1] == 1)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from teflon_py.opencl.kernels import gpu_small, movement_plan
+from teflon_py.opencl.kernels import depthwise_specs, gpu_small, movement_plan
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.lowerings import elementwise, reduce
 from teflon_py.opencl.params import KernelParams
@@ -57,7 +57,7 @@ def test_reduce_and_copy_grids() -> None:
 
 def test_other_splits_untouched() -> None:
     """A spec outside the small kernels' splits, or one whose grid was already changed, stays."""
-    dw = kernels.depthwise_spec((1, 8, 8, 16), np.ones((1, 3, 3, 16), np.float32), None)
+    dw = depthwise_specs.depthwise_spec((1, 8, 8, 16), np.ones((1, 3, 3, 16), np.float32), None)
     assert gpu_small.regrid(dw, LLVMPIPE) is dw
     once = gpu_small.regrid(elementwise.unary_spec("clip", 75264, (0.0, 6.0)), LLVMPIPE)
     assert gpu_small.regrid(once, LLVMPIPE) is once

@@ -289,6 +289,7 @@ def test_arena_rejects_bad_input():
 
 def _conv_then_depthwise(dc, zero_copy):
     """conv2d -> (arena) -> depthwise, with the partition's input and output bound per run."""
+    from teflon_py.opencl.kernels import depthwise_specs
     from teflon_py.opencl.kernels import specs as kernels
     from teflon_py.opencl.runtime import launch as runtime
     from teflon_py.opencl.runtime import programs
@@ -297,7 +298,7 @@ def _conv_then_depthwise(dc, zero_copy):
     conv_w = rng.standard_normal((24, 3, 3, 5)).astype(np.float32)
     dw_w = rng.standard_normal((1, 3, 3, 24)).astype(np.float32)
     conv = kernels.conv2d_spec((1, 12, 10, 5), conv_w, None, activation=ir.Activation.RELU)
-    dw = kernels.depthwise_spec((1, 12, 10, 24), dw_w, None, stride=(2, 2))
+    dw = depthwise_specs.depthwise_spec((1, 12, 10, 24), dw_w, None, stride=(2, 2))
     mid = 12 * 10 * 24 * 4
     arena = runtime.Arena(dc, [Lifetime(mid, 0, 1), Lifetime(64, 0, 0)])
     cache = programs.program_cache(dc)

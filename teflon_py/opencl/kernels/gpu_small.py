@@ -85,7 +85,7 @@ def depthwise_gpu_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray,
                        activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
                        params: KernelParams = GPU, v: int | None = None, px: int | None = None,
                        rh: int | None = None, fast: bool = True) -> KernelSpec:
-    """``kernels.depthwise_spec``'s op on the gpu family (``gpu_depthwise.cl``): ``v`` channels x
+    """``depthwise_specs.depthwise_spec``'s op on the gpu family (``gpu_depthwise.cl``): ``v`` channels x
     ``px`` x ``rh`` output pixels per work-item (default: ``choose_tile``); ``fast=False``
     forces the any-geometry kernel."""
     nb, ih, iw, c = input_shape

@@ -5,8 +5,8 @@ Every size, stride and clamp bound is a kernel ARGUMENT, so one program serves e
 program costs ~0.1-0.4 s to build and each kernel ~0.15 s to JIT on PoCL, which a model pays
 once per distinct kernel, not per layer. What stays compile-time is what the register blocking
 needs: gemm.cl and conv2d.cl are templates instantiated once per blocking of the device's
-``CpuTiles`` (``cpu_tiles``: tiles per SIMD width) inside one program, depthwise.cl once per fast
-filter geometry of the same table.
+``CpuTiles`` (``cpu_tiles``: tiles per SIMD width) inside one program (depthwise.cl, once per
+fast filter geometry of the same table: ``depthwise_specs``).
 
 Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and BENCHMARKS.md):
 - gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``tiles.blockings``; NV
@@ -16,8 +16,6 @@ Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and B
 - gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
   row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
   panel while rereading the current one from L2 (gemm.cl).
-- depthwise: a few output pixels x rows (``tiles.depthwise``) x every 16-channel block of a pixel
-  run (``cbn`` of them) per work-item.
 The small generic kernels (elementwise.cl, pool.cl, reduce.cl) take their sizes as scalar
 arguments too; ``row_blocks`` splits their work.
 """
@@ -426,112 +424,6 @@ def _replace(spec: KernelSpec, **changes: Any) -> KernelSpec:
     import dataclasses
 
     return dataclasses.replace(spec, **changes)
-
-
-def depthwise_files(tiles: CpuTiles) -> tuple[FileEntry, ...]:
-    """The depthwise program: depthwise.cl instantiated once per fast geometry of ``tiles`` (two
-    output rows per work-item share their middle input rows), and ``depthwise_any``."""
-    return ("common.cl", *(
-        template("depthwise.cl", DEPTHWISE_NAME=f"depthwise_{kw}x{sw}", KW=kw, SW=sw, PW=pw, RH=rh)
-        for kw, sw, pw, rh in tiles.depthwise))
-
-
-#: Work-items a depthwise launch aims for at least: fewer, longer items (every channel of a
-#: pixel run: contiguous loads) measured faster than many short ones, down to ~4 per core.
-DEPTHWISE_ITEMS = 8
-
-
-def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None,
-                   *, depth_multiplier: int = 1, stride: tuple[int, int] = (1, 1),
-                   dilation: tuple[int, int] = (1, 1), padding: ir.Padding | int = ir.Padding.SAME,
-                   activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
-                   pw: int | None = None, rh: int | None = None, cbn: int | None = None,
-                   tiles: CpuTiles = AVX512) -> KernelSpec:
-    """NHWC DEPTHWISE_CONV_2D with TFLite's filter [1][KH][KW][C*depth_multiplier]; ``pw``, ``rh``
-    and ``cbn`` force a fast kernel's blocking (pixels, rows, 16-channel blocks per work-item)."""
-    nb, ih, iw, c = input_shape
-    _, kh, kw, oc = filt.shape
-    if oc != c * depth_multiplier:
-        raise ValueError(f"filter has {oc} channels, input {c} x depth multiplier {depth_multiplier}")
-    wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
-    lo, hi = clamp_of(activation)
-    flops = 2 * nb * wh.out * ww.out * oc * kh * kw
-    if depth_multiplier == 1 and c < 16 and 16 % c == 0 and stride[1] == 1 and dilation[1] == 1:
-        return _depthwise_rows(input_shape, filt, bias, stride[0], dilation[0], wh, ww, (lo, hi), tiles)
-    fast = None
-    if dilation == (1, 1) and depth_multiplier == 1 and c >= 16:
-        fast = tiles.depthwise_blocking(kw, stride[1])
-    if fast is None:
-        return _depthwise_any(input_shape, filt, bias, depth_multiplier, stride, dilation, wh, ww, (lo, hi),
-                              tiles)
-    files, entry = depthwise_files(tiles), f"depthwise_{kw}x{stride[1]}"
-    if (pw or fast[0], rh or fast[1]) != fast:  # a forced blocking: its own instantiation
-        fast = (pw or fast[0], rh or fast[1])
-        entry += f"_{fast[0]}x{fast[1]}"
-        files = (*files, template("depthwise.cl", DEPTHWISE_NAME=entry, KW=kw, SW=stride[1], PW=fast[0],
-                                  RH=fast[1]))
-    blocks = -(-c // 16)
-    n_tiles = -(-ww.out // fast[0]) * -(-wh.out // fast[1]) * nb
-    cbn = cbn or max(1, min(blocks, blocks * n_tiles // DEPTHWISE_ITEMS))
-    args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0], PT=wh.pad, PL=ww.pad,
-                   lo=float(lo), hi=float(hi), cbn=cbn)
-    return KernelSpec(
-        files=files, name="depthwise", defines={},
-        global_size=(-(-blocks // cbn), -(-ww.out // fast[0]), nb * -(-wh.out // fast[1])), local_size=(1, 1, 1),
-        args=("input", "weights", "bias", "zeros", "output", *args),
-        constants={"weights": np.ascontiguousarray(np.asarray(filt, np.float32)[0]),
-                   "bias": packing.pad_vector(bias, oc, oc)},
-        zeros=16, flops=flops, scalars=args, entry=entry, out_shape=(nb, wh.out, ww.out, oc),
-    )
-
-
-#: Work-items a ``depthwise_rows`` launch aims for (each takes whole rows in turn).
-DEPTHWISE_ROWS_ITEMS = 16
-
-
-def _depthwise_rows(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, sh: int,
-                    dh: int, wh: Window, ww: Window, clamp: Clamp, tiles: CpuTiles) -> KernelSpec:
-    """``depthwise_rows``: depth multiplier 1, C in (1, 2, 4, 8), stride and dilation 1 along W;
-    an output row as flat vectors (lane l is channel l % C)."""
-    nb, ih, iw, c = input_shape
-    _, kh, kw, _ = filt.shape
-    reps = 16 // c
-    weights = np.tile(np.asarray(filt, np.float32)[0], (1, 1, reps))  # [KH][KW][16]
-    bias16 = np.tile(packing.pad_vector(bias, c, c), reps)
-    segments = -(-ww.out * c // (16 * 4))  # PV_ROWS vectors each
-    rows = nb * wh.out
-    rpi = max(1, rows * segments // DEPTHWISE_ROWS_ITEMS)
-    args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, fw=kw, SH=sh, DH=dh, PT=wh.pad,
-                   PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), rpi=rpi)
-    return KernelSpec(
-        files=depthwise_files(tiles), name="depthwise", defines={},
-        global_size=(segments, -(-rows // rpi)), local_size=(1, 1),
-        args=("input", "weights", "bias", "output", *args),
-        constants={"weights": np.ascontiguousarray(weights), "bias": bias16.astype(np.float32)},
-        flops=2 * rows * ww.out * c * kh * kw, scalars=args, entry="depthwise_rows",
-        out_shape=(nb, wh.out, ww.out, c),
-    )
-
-
-def _depthwise_any(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, dm: int,
-                   stride: tuple[int, int], dilation: tuple[int, int], wh: Window, ww: Window,
-                   clamp: Clamp, tiles: CpuTiles = AVX512) -> KernelSpec:
-    """The general depthwise kernel: any filter, stride, dilation, depth multiplier, channels."""
-    nb, ih, iw, c = input_shape
-    _, kh, kw, oc = filt.shape
-    ocp = packing.round_up(oc, 16)
-    args = scalars(NB=nb, IH=ih, IW=iw, C=c, DM=dm, OC=oc, OCP=ocp, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0],
-                   DH=dilation[0], PT=wh.pad, PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), fw=kw,
-                   sw=stride[1], dw=dilation[1])
-    return KernelSpec(
-        files=depthwise_files(tiles), name="depthwise", defines={},
-        global_size=(ocp // 16, -(-ww.out // 8), nb * wh.out), local_size=(1, 1, 1),
-        args=("input", "weights", "bias", "zeros", "output", *args),
-        constants={"weights": packing.pack_depthwise_weights(np.asarray(filt, np.float32)),
-                   "bias": packing.pad_vector(bias, oc, ocp)},
-        zeros=ocp, flops=2 * nb * wh.out * ww.out * oc * kh * kw, scalars=args, entry="depthwise_any",
-        out_shape=(nb, wh.out, ww.out, oc),
-    )
 
 
 def output_shape(spec: KernelSpec) -> tuple[int, ...]:

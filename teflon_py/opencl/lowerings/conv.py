@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import gpu_small, gpu_specs
+from teflon_py.opencl.kernels import depthwise_specs, gpu_small, gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
@@ -139,5 +139,5 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     if ctx.params.gpu:
         spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
     else:
-        spec = kernels.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, **kw)
+        spec = depthwise_specs.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, **kw)
     ctx.launch(spec, input=x, output=ctx.output())
