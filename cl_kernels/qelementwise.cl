@@ -22,9 +22,9 @@
   const __global uchar* b = B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3;                          \
   __global uchar* o = O + r * inner;
 
-// ADD / SUB / MUL / SQUARED_DIFFERENCE with numpy broadcasting (host: broadcast_geometry):
+// ADD / SUB / SQUARED_DIFFERENCE with numpy broadcasting (host: broadcast_geometry):
 // out = clamp(MBQM(COMBINE(ta[ua], tb[ub]), m, shift) + zo). ADD/SUB's tables hold each input
-// already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc), MUL's just q - zp,
+// already offset, shifted left by 20 and rescaled (TFLite's add.cc / sub.cc),
 // int8 SQUARED_DIFFERENCE's offset, shifted left by 7 and rescaled (the host keeps its square in
 // int32 and its shift <= 0, where MBQM is squared_difference.cc's SmallerThanOneExp rescaling).
 #define QBINARY(NAME, COMBINE)                                                                      \
@@ -63,13 +63,12 @@
 
 QBINARY(qadd, x + y)
 QBINARY(qsub, x - y)
-QBINARY(qmul, x * y)
 QBINARY(qsquared_difference, (x - y) * (x - y))
 
-// MUL again, for its tables' shape: q - zp is the code plus an offset (oa, ob), so 16 values come
+// MUL: its operands q - zp are the code plus an offset (oa, ob), so 16 values come
 // from one 16-byte load each (an operand read with stride 0 is one value), not 32 table gathers
 // (EfficientNet int8's swish and squeeze-excite MULs ran at 1.6 GB/s that way).
-__kernel void qmul_linear(__global const uchar* restrict A, __global const uchar* restrict B,
+__kernel void qmul(__global const uchar* restrict A, __global const uchar* restrict B,
                           __global uchar* restrict O, const int rows, const int rpi, const int inner,
                           const int chunk, const int sa_in, const int sb_in, const int d1, const int d2,
                           const int d3, const int sa0, const int sa1, const int sa2, const int sa3,

@@ -32,7 +32,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
-from teflon_py.opencl.fusion import FusionPlan, intersect, plan_fusion, plan_prelu, prelu_slopes
+from teflon_py.opencl.fusion import FusionPlan, intersect, live_flow, plan_fusion, plan_prelu
 from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
@@ -89,17 +89,8 @@ def plan_residuals(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int]
     later one), when that operand has no other reader and the other one exists by the conv's
     launch; the conv then writes the ADD's output. Updates ``plan``; returns conv -> Residual."""
     kept = set(outputs) | set(graph.outputs)
-    live = [i for i in nodes if i not in plan.skip]
+    live, readers, writer = live_flow(graph, nodes, plan)
     position = {i: k for k, i in enumerate(live)}
-    readers: dict[int, list[int]] = {}
-    writer: dict[int, int] = {}
-    for i in live:
-        op = graph.operations[i]
-        for t in op.inputs:
-            if t != ir.NO_TENSOR:
-                readers.setdefault(t, []).append(i)
-        for k, t in enumerate(op.outputs):
-            writer[plan.output.get(i, t) if k == 0 else t] = i
     residuals: dict[int, Residual] = {}
     for i in live:
         add = graph.operations[i]
@@ -204,8 +195,7 @@ class Builder:
 
     def prelu(self, op: ir.Operation) -> np.ndarray | None:
         """The per-channel slopes of the PRELU folded into ``op``'s epilogue, applied last."""
-        folded = self.plan.prelu.get(op.index)
-        return None if folded is None else prelu_slopes(self.graph, self.graph.operations[folded])
+        return self.plan.prelu.get(op.index)
 
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:

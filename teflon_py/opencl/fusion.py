@@ -53,7 +53,7 @@ class FusionPlan:
     output: dict[int, int] = field(default_factory=dict)  # producer -> tensor it writes instead
     clamp: dict[int, Clamp] = field(default_factory=dict)  # producer -> folded activations' clamp
     pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
-    prelu: dict[int, int] = field(default_factory=dict)  # producer -> slopes tensor of its folded PRELU
+    prelu: dict[int, np.ndarray] = field(default_factory=dict)  # producer -> its folded PRELU's slopes [C]
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -122,6 +122,24 @@ def _fold_pad(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]
     plan.pad[consumer.index] = FoldedPad(op.inputs[0], pads)
 
 
+def live_flow(graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan) -> tuple[
+        list[int], dict[int, list[int]], dict[int, int]]:
+    """The ops of ``nodes`` that still launch (not folded away), in order; tensor -> the live ops
+    reading it (once per use); tensor -> the live op writing it, after ``plan``'s redirections
+    (a producer writes the output of what was folded into it)."""
+    live = [i for i in nodes if i not in plan.skip]
+    readers: dict[int, list[int]] = defaultdict(list)
+    writer: dict[int, int] = {}
+    for i in live:
+        op = graph.operations[i]
+        for t in op.inputs:
+            if t != ir.NO_TENSOR:
+                readers[t].append(i)
+        for k, t in enumerate(op.outputs):
+            writer[plan.output.get(i, t) if k == 0 else t] = i
+    return live, readers, writer
+
+
 def prelu_slopes(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
     """A float PRELU's slopes as one per channel of its input (float32 [C]), when they are a
     constant that varies along the last axis only (or a single value); else None."""
@@ -146,19 +164,11 @@ def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pl
     (after the other folds: a conv that took an ADD writes the ADD's output), when that op's
     lowering ``fuses_prelu`` and nothing else reads the tensor. Updates ``plan``."""
     kept = set(outputs) | set(graph.outputs)
-    live = [i for i in nodes if i not in plan.skip]
-    readers: dict[int, list[int]] = defaultdict(list)
-    writer: dict[int, int] = {}
+    live, readers, writer = live_flow(graph, nodes, plan)
     for i in live:
         op = graph.operations[i]
-        for t in op.inputs:
-            if t != ir.NO_TENSOR:
-                readers[t].append(i)
-        for k, t in enumerate(op.outputs):
-            writer[plan.output.get(i, t) if k == 0 else t] = i
-    for i in live:
-        op = graph.operations[i]
-        if op.name != "PRELU" or prelu_slopes(graph, op) is None:
+        slopes = prelu_slopes(graph, op)
+        if slopes is None:
             continue
         x = op.inputs[0]
         p = writer.get(x)
@@ -171,6 +181,6 @@ def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pl
         if tuple(graph.tensors[x].shape) != tuple(graph.tensors[op.outputs[0]].shape):
             continue
         plan.skip.add(i)
-        plan.prelu[p] = op.index
+        plan.prelu[p] = slopes
         plan.output[p] = op.outputs[0]
         writer[op.outputs[0]] = p

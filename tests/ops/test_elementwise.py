@@ -90,7 +90,7 @@ def test_quantized(backend: str, op: str, dtype: type, shapes: tuple, qp: str, a
 @pytest.mark.parametrize("shapes", [((3, 50), (3, 50)), ((1, 7, 9, 40), (1, 1, 1, 40)), ((2, 33), (1,))], ids=str)
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=lambda d: d.__name__)
 def test_quantized_mul_long_rows(backend: str, dtype: type, shapes: tuple) -> None:
-    """MUL over rows of 16+ elements: the device's 16-lane path (qmul_linear), both operands read
+    """MUL over rows of 16+ elements: the device's 16-lane path (qmul), both operands read
     contiguously, one broadcast per row, or a scalar."""
     check_model(binary_model("MUL", *shapes, dtype, ir.Activation.RELU6, _qp(dtype, "MUL", "mixed")), backend)
 

@@ -143,8 +143,9 @@ def check_squared_difference(attrs: object, tensors: OpTensors, caps: object) ->
 
 
 def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
-    """``qadd`` / ``qsub`` / ``qmul`` / ``qsquared_difference``: two table lookups, one
-    requantization per element."""
+    """``qadd`` / ``qsub`` / ``qsquared_difference``: two table lookups, one requantization per
+    element; ``qmul``: MUL's tables are the code plus an offset, so the kernel takes the offsets
+    (the table value of code 0) and reads its operands as bytes."""
     op = ctx.op
     ta, tb, m, e, zo, lo, hi = binary_tables(op.name, attrs, OpTensors.of(ctx.graph, op))
     a, b, y = ctx.operand(0), ctx.operand(1), op.outputs[0]
@@ -155,21 +156,15 @@ def binary(ctx: OpEmit, attrs: BinaryAttrs) -> None:
                            d2=dims[2], d3=dims[3], **{f"sa{i}": s for i, s in enumerate(sa)},
                            **{f"sb{i}": s for i, s in enumerate(sb)}, flip=flip(ctx.graph.tensors[y].dtype),
                            m=m, shift=e, zo=zo, lo=lo, hi=hi)
-    if op.name == "MUL" and _linear(ta) and _linear(tb):  # q - zp: code + offset, no gathers
+    if op.name == "MUL":
         args.update(kernels.scalars(oa=int(ta[0]), ob=int(tb[0])))
-        spec = KernelSpec(files=FILES, name="qmul", entry="qmul_linear", defines={}, global_size=global_size,
-                          local_size=(1, 1), args=("a", "b", "output", *args), scalars=args)
+        spec = KernelSpec(files=FILES, name="qmul", defines={}, global_size=global_size, local_size=(1, 1),
+                          args=("a", "b", "output", *args), scalars=args)
     else:
         spec = KernelSpec(files=FILES, name="q" + op.name.lower(), defines={}, global_size=global_size,
                           local_size=(1, 1), args=("a", "b", "output", "ta", "tb", *args),
                           constants={"ta": ta, "tb": tb}, scalars=args)
     qkernels.launch(ctx, spec, a=a, b=b, output=ctx.output())
-
-
-def _linear(table: np.ndarray) -> bool:
-    """Whether a 256-entry table is its code plus a constant (MUL's q - zp)."""
-    t = np.asarray(table, np.int64)
-    return t.size == 256 and bool(np.all(t == t[0] + np.arange(256)))
 
 
 # -- table lookups -----------------------------------------------------------------------------------
