@@ -31,7 +31,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch):
     """No program or probe outcome remembered in this process; probing on, no fault injected."""
     from teflon_py.opencl.runtime import probe, programs
 
-    for env in (probe.ENV, probe.FAULT_ENV, probe.TIMEOUT_ENV):
+    for env in (probe.ENV, probe.FAULT_ENV, probe.TIMEOUT_ENV, probe.WARM_ENV):
         monkeypatch.delenv(env, raising=False)
     programs.clear_memo()
     probe.forget()
@@ -255,16 +255,16 @@ def test_rusticl_compiler_abort_is_survived(tmp_path) -> None:
 
 
 def test_a_partitions_programs_are_probed_two_at_a_time(dc, fresh, monkeypatch, tmp_path) -> None:
-    """``check_many`` probes a batch in two children; a crash in one is recorded for its program
+    """``ahead.check_many`` probes a batch in two children; a crash in one is recorded for its program
     only, the others are recorded ok, and the builds that follow answer from the records."""
-    from teflon_py.opencl.runtime import programs
+    from teflon_py.opencl.runtime import ahead, programs
 
     monkeypatch.setenv(fresh.FAULT_ENV, "abort:crashing.cl")
     cache = programs.ProgramCache(dc, tmp_path)
     sources = [(_unique(f"p{i}"), f"p{i}.cl") for i in range(4)] + [(_unique("crash"), "crashing.cl")]
     items = [(cache.key(src, ""), src, "", label) for src, label in sources]
     probed = fresh.STATS["probed"]
-    fresh.check_many(dc.device, items, tmp_path)
+    ahead.check_many(dc.device, items, tmp_path)
     assert fresh.STATS["probed"] == probed + 5
     slots = {slot for (ptr, slot), child in fresh._children.items() if ptr == dc.device.int_ptr and child}
     assert {0, 1} <= slots  # two children probed
@@ -274,3 +274,54 @@ def test_a_partitions_programs_are_probed_two_at_a_time(dc, fresh, monkeypatch, 
     with pytest.raises(BackendError, match="crashing.cl.*in an earlier probe"):
         cache.build_source(sources[4][0], "", label="crashing.cl")
     assert fresh.STATS["probed"] == probed + 5  # every answer came from the records
+
+
+def _warms(dc) -> None:
+    from teflon_py.opencl.runtime import probe
+
+    if not probe.compiles_at_launch_into_disk_cache(dc.device):
+        pytest.skip(f"{dc.name} does not keep kernels compiled at a first launch in a disk cache")
+
+
+def test_a_cold_partitions_kernels_are_warmed_up_in_the_children(dc, fresh, tmp_path) -> None:
+    """Each freshly probed program is probed once (the build waits for the child's answer instead
+    of probing again), and each of its kernels runs once in a child before the first run here; the
+    partition still computes what LiteRT does."""
+    _warms(dc)
+    before = dict(fresh.STATS)
+    it = compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
+    assert [p.backend for p in it.placements()] == ["opencl"]
+    probed = fresh.STATS["probed"] - before.get("probed", 0)
+    assert probed >= 1 and len(list(tmp_path.glob("*.ok"))) == probed
+    assert fresh.STATS["warmed"] - before.get("warmed", 0) >= 1
+    assert fresh.STATS["warm_failed"] == before.get("warm_failed", 0)
+
+    # Loaded again with the records on disk: nothing is probed, so nothing is warmed.
+    from teflon_py.opencl.runtime import programs
+
+    programs.clear_memo()
+    fresh.forget()
+    after = dict(fresh.STATS)
+    compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
+    assert (fresh.STATS["probed"], fresh.STATS["warmed"]) == (after["probed"], after["warmed"])
+
+
+def test_a_child_dying_in_a_warm_up_costs_only_the_warm_up(dc, fresh, monkeypatch, tmp_path) -> None:
+    """A warm-up that kills its child records nothing and warns nothing: the program was probed
+    fine, and this process compiles the kernel at its first launch as it would have."""
+    _warms(dc)
+    monkeypatch.setenv(fresh.FAULT_ENV, "warm-abort:conv2d.cl")
+    before = dict(fresh.STATS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        it = compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
+    assert [p.backend for p in it.placements()] == ["opencl"]
+    assert fresh.STATS["warm_failed"] > before.get("warm_failed", 0)
+    assert not list(tmp_path.glob("*.crash")) and list(tmp_path.glob("*.ok"))
+
+
+def test_warm_ups_off(dc, fresh, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(fresh.WARM_ENV, "0")
+    before = dict(fresh.STATS)
+    compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
+    assert fresh.STATS["warmed"] == before.get("warmed", 0) and fresh.STATS["probed"] > before.get("probed", 0)

@@ -420,8 +420,8 @@ def _new_storage(dc: DeviceContext, b: Builder, r: Ref) -> Storage:
 
 def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
                   storage: dict[Any, Storage]) -> tuple[list[Launch], list[Any]]:
-    """Build every program, create each kernel once and set the arguments that never change."""
-    cl = _cl()
+    """Build every program, create each kernel once and set the arguments that never change
+    (while the probe's children probe the programs and warm the kernels up: ``ProgramCache.probe_ahead``)."""
     launches, keep = [], []
     variants: dict[tuple[Any, str], str] = {}  # (program, family) -> the variant it compiled
     templated = [(la.spec.files, la.spec.function) for la in b.launches
@@ -431,45 +431,89 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     def files_of(spec: Any) -> Any:
         return merged if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
 
-    cache.probe_ahead([(files_of(la.spec), la.spec.defines, la.spec.options) for la in b.launches])
-    for la in b.launches:
-        spec = la.spec
-        program = cache.build(files_of(spec), spec.defines, spec.options)
-        kernel = cl.Kernel(program, spec.function)
-        moved = 0  # bytes the arguments span, for the profile's GB/s
-        for i, arg in enumerate(spec.args):
-            if arg == "zeros":
-                value = zeros_buffer(dc, spec.zeros)
-            elif arg in spec.constants:
-                op = b.graph.operations[la.op] if la.op >= 0 else None
-                value = constant_buffer(dc, spec.constants[arg],
-                                        f"{op.describe() if op is not None else spec.name}'s packed {arg}")
-                moved += spec.constants[arg].nbytes
-            elif arg in spec.scalars:
-                value = spec.scalars[arg]
-            elif arg in la.bindings:
-                ref = la.bindings[arg]
-                st = storage[b.root(ref)] if not isinstance(ref, _OutputSlot) else Storage("output", ref.external)
-                moved += _storage_bytes(st)
-                if st.kind in ("input", "output"):
-                    st.external.uses.append(ArgUse(kernel, i))
-                    continue
-                value = st.buffer
-            else:
-                raise BackendError(f"kernel {spec.name}: argument {arg!r} is not bound")
-            kernel.set_arg(i, value)
-            keep.append(value)
-        op = b.graph.operations[la.op] if la.op >= 0 else None
-        info = {"op": la.op, "op_name": op.name if op is not None else "copy", "kernel": spec.function,
-                "flops": spec.flops, "bytes": moved, "global_size": spec.global_size}
-        if la.op in b.residuals:
-            info["fused_add"] = b.residuals[la.op].add
-        if spec.variants:
-            if (program, spec.name) not in variants:
-                variants[program, spec.name] = spec.variants[_compiled_variant(dc, program, spec.name)]
-            info["variant"] = variants[program, spec.name]
-        launches.append(Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info))
+    replays = [(files_of(la.spec), la.spec.defines, la.spec.options, _replay(b, la, storage)) for la in b.launches]
+    replays += [(files_of(la.spec), la.spec.defines, la.spec.options, _variant_replay(la.spec.name))
+                for la in b.launches if la.spec.variants]
+    batch = cache.probe_ahead(replays)
+    try:
+        built = [_make_kernel(dc, cache, b, la, storage, files_of(la.spec), keep) for la in b.launches]
+    finally:
+        batch.wait()  # the warm-ups, before this process's first launch
+    for la, (program, launch) in zip(b.launches, built):
+        if la.spec.variants:
+            if (program, la.spec.name) not in variants:
+                variants[program, la.spec.name] = la.spec.variants[_compiled_variant(dc, program, la.spec.name)]
+            launch.info["variant"] = variants[program, la.spec.name]
+        launches.append(launch)
     return launches, keep
+
+
+def _make_kernel(dc: DeviceContext, cache: ProgramCache, b: Builder, la: PlannedLaunch,
+                 storage: dict[Any, Storage], files: Any, keep: list[Any]) -> tuple[Any, Launch]:
+    """``la``'s program and its launch: the kernel with every argument that never changes set
+    (each kept alive in ``keep``), the partition's inputs and outputs left for each run."""
+    cl = _cl()
+    spec = la.spec
+    program = cache.build(files, spec.defines, spec.options)
+    kernel = cl.Kernel(program, spec.function)
+    moved = 0  # bytes the arguments span, for the profile's GB/s
+    for i, arg in enumerate(spec.args):
+        if arg == "zeros":
+            value = zeros_buffer(dc, spec.zeros)
+        elif arg in spec.constants:
+            op = b.graph.operations[la.op] if la.op >= 0 else None
+            value = constant_buffer(dc, spec.constants[arg],
+                                    f"{op.describe() if op is not None else spec.name}'s packed {arg}")
+            moved += spec.constants[arg].nbytes
+        elif arg in spec.scalars:
+            value = spec.scalars[arg]
+        elif arg in la.bindings:
+            st = _bound(b, storage, la.bindings[arg])
+            moved += _storage_bytes(st)
+            if st.kind in ("input", "output"):
+                st.external.uses.append(ArgUse(kernel, i))
+                continue
+            value = st.buffer
+        else:
+            raise BackendError(f"kernel {spec.name}: argument {arg!r} is not bound")
+        kernel.set_arg(i, value)
+        keep.append(value)
+    op = b.graph.operations[la.op] if la.op >= 0 else None
+    info = {"op": la.op, "op_name": op.name if op is not None else "copy", "kernel": spec.function,
+            "flops": spec.flops, "bytes": moved, "global_size": spec.global_size}
+    if la.op in b.residuals:
+        info["fused_add"] = b.residuals[la.op].add
+    return program, Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info)
+
+
+def _bound(b: Builder, storage: dict[Any, Storage], ref: Any) -> Storage:
+    """The storage a launch's binding refers to."""
+    return storage[b.root(ref)] if not isinstance(ref, _OutputSlot) else Storage("output", ref.external)
+
+
+def _replay(b: Builder, la: PlannedLaunch, storage: dict[Any, Storage]) -> dict[str, Any]:
+    """``la`` as the probe's children replay it to warm it up (``probe.WarmLaunch``): each buffer
+    argument by its size (they run it on zeros), each scalar by its bytes."""
+    spec = la.spec
+    args: list[tuple[str, object]] = []
+    for arg in spec.args:
+        if arg == "zeros":
+            args.append(("buf", 4 * max(spec.zeros, 16)))
+        elif arg in spec.constants:
+            args.append(("buf", spec.constants[arg].nbytes))
+        elif arg in spec.scalars:
+            args.append(("raw", np.asarray(spec.scalars[arg]).tobytes().hex()))
+        elif arg in la.bindings:
+            args.append(("buf", _storage_bytes(_bound(b, storage, la.bindings[arg]))))
+        else:
+            raise BackendError(f"kernel {spec.name}: argument {arg!r} is not bound")
+    local = list(spec.local_size) if spec.local_size is not None else None
+    return {"kernel": spec.function, "global": list(spec.global_size), "local": local, "args": args}
+
+
+def _variant_replay(name: str) -> dict[str, Any]:
+    """``_compiled_variant``'s launch, as the probe's children replay it."""
+    return {"kernel": f"{name}_variant", "global": [1], "local": None, "args": [("buf", 4)]}
 
 
 def _compiled_variant(dc: DeviceContext, program: Any, name: str) -> int:

@@ -18,7 +18,13 @@ so the parent's own build of the same program takes ~25 ms: probing costs the ch
 and little per program. A timed-out build is probed again under a
 longer timeout. ``TEFLON_CL_PROBE=0`` builds in-process without probing, ignoring the records.
 ``TEFLON_CL_PROBE_FAULT`` (tests) makes the child abort or hang on programs built from a file:
-``abort:gemm.cl,hang:qconv.cl``.
+``abort:gemm.cl,hang:qconv.cl`` (``warm-abort:`` aborts its warm-up instead).
+
+The children also warm up (``ahead.Ahead``): on PoCL's CPU device a kernel's work-group function is
+compiled at its first launch (0.05-0.7 s each for our kernels) and kept in PoCL's disk cache, so
+the children run each freshly probed program's launches once, on zero-filled buffers, two
+processes at once, and this process's first launch then loads what they compiled.
+``TEFLON_CL_WARM=0`` leaves every first launch's compile to this process.
 """
 from __future__ import annotations
 
@@ -42,12 +48,15 @@ from teflon_py.opencl.runtime import device as devices
 ENV = "TEFLON_CL_PROBE"
 TIMEOUT_ENV = "TEFLON_CL_PROBE_TIMEOUT"
 FAULT_ENV = "TEFLON_CL_PROBE_FAULT"
+WARM_ENV = "TEFLON_CL_WARM"
 DEFAULT_TIMEOUT = 120.0
 #: Probes in this process: "started" children, "probed" programs, and their outcomes ("ok",
 #: "error": a build error the driver survived, "crash", "hang"); "recorded": answered from a record.
 STATS: Counter[str] = Counter()
 _known: dict[str, dict[str, Any]] = {}  # key -> outcome record, for caches without a directory
-#: (device pointer, slot) -> a worker (slot 0 the device's own, more for ``check_many``); None: it
+#: keys being probed by an ``ahead.Ahead`` -> set once answered (``check`` waits for it)
+in_flight: dict[str, threading.Event] = {}
+#: (device pointer, slot) -> a worker (slot 0 the device's own, more for ``ahead.Ahead``); None: it
 #: cannot start
 _children: dict[tuple[int, int], _Child | None] = {}
 
@@ -75,64 +84,38 @@ def check(dev: Any, key: str, source: str, options: str, label: str, records: Pa
     directory of the ``.ok`` / ``.crash`` files (None: remembered in this process only)."""
     if not enabled():
         return
+    event = in_flight.get(key)
+    if event is not None:
+        event.wait()
     limit = timeout()
-    record = _read(key, records)
+    record = read(key, records)
     if record is not None and not (record["outcome"] == "hang" and record.get("timeout", 0) < limit):
         STATS["recorded"] += 1
         if record["outcome"] not in ("crash", "hang"):
             return
         raise BackendError(_message(record, records, key, earlier=True))
-    child = _child(dev, limit)
-    if child is None:
+    worker = child(dev, limit)
+    if worker is None:
         return  # cannot probe here: build as before
-    record = child.probe(key, source, options, label, _fault(label), limit)
+    record = worker.probe(key, source, options, label, fault(label), limit)
     STATS["probed"] += 1
     STATS[record["outcome"]] += 1
-    _write(key, records, record)
+    write(key, records, record)
     if record["outcome"] in ("crash", "hang"):
         raise BackendError(_message(record, records, key, earlier=False))
 
 
-#: children probing at once for ``check_many`` (each builds one program at a time; PoCL compiles
-#: under one lock per process, so parallel builds need processes)
-PARALLEL = 2
+def compiles_at_launch_into_disk_cache(dev: Any) -> bool:
+    """PoCL's CPU devices with their kernel cache on: a kernel's work-group function, compiled at
+    its first launch, is kept on disk, where every process finds it (``ahead.Ahead``)."""
+    pocl = "pocl" in dev.platform.vendor.lower() or "portable computing" in dev.platform.name.lower()
+    return (pocl and devices.device_kind(dev) == "CPU" and os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
+            and os.environ.get(WARM_ENV, "1").strip() != "0")
 
 
-def check_many(dev: Any, items: list[tuple[str, str, str, str]], records: Path | None) -> None:
-    """Probe the (key, source, options, label) programs not probed yet, up to ``PARALLEL`` at a
-    time in as many children, and record each outcome; ``check`` then answers from the records
-    (and raises for a crash). A partition's programs are known before any is built, so a cold
-    load pays the slowest child's builds rather than the sum."""
-    if not enabled():
-        return
-    limit = timeout()
-    todo = [it for it in dict.fromkeys(items) if _read(it[0], records) is None]
-    workers = min(PARALLEL, len(todo), os.cpu_count() or 1)
-    if workers < 2:
-        return  # one program: ``check`` probes it in the device's child
-    pending: queue.Queue[tuple[str, str, str, str]] = queue.Queue()
-    for it in todo:
-        pending.put(it)
-
-    def work(slot: int) -> None:  # each thread starts its child, so the children start together
-        child = _child(dev, limit, slot)
-        while child is not None:
-            try:
-                key, source, options, label = pending.get_nowait()
-            except queue.Empty:
-                return
-            record = child.probe(key, source, options, label, _fault(label), limit)
-            STATS["probed"] += 1
-            STATS[record["outcome"]] += 1
-            _write(key, records, record)
-            if record["outcome"] in ("crash", "hang"):
-                return  # a dead child probes no more; the others (or ``check``) take the rest
-
-    threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+#: a launch to warm up: kernel name, global size, local size (None: the driver's), and each
+#: argument as ``("buf", nbytes)`` or ``("raw", hex of its bytes)``
+WarmLaunch = dict[str, Any]
 
 
 def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bool) -> str:
@@ -147,7 +130,7 @@ def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bo
     return f"{what} {when}; not building it here ({retry}{ENV}=0 builds without probing)"
 
 
-def _fault(label: str) -> str | None:
+def fault(label: str) -> str | None:
     for item in os.environ.get(FAULT_ENV, "").replace("|", ",").split(","):
         kind, _, name = item.strip().partition(":")
         if name and (name == label or name in label.split("+")):
@@ -155,7 +138,7 @@ def _fault(label: str) -> str | None:
     return None
 
 
-def _read(key: str, records: Path | None) -> dict[str, Any] | None:
+def read(key: str, records: Path | None) -> dict[str, Any] | None:
     if key in _known or records is None:
         return _known.get(key)
     for suffix in ("ok", "crash"):
@@ -169,7 +152,7 @@ def _read(key: str, records: Path | None) -> dict[str, Any] | None:
     return None
 
 
-def _write(key: str, records: Path | None, record: dict[str, Any]) -> None:
+def write(key: str, records: Path | None, record: dict[str, Any]) -> None:
     _known[key] = record
     if records is None:
         return
@@ -185,17 +168,17 @@ def _write(key: str, records: Path | None, record: dict[str, Any]) -> None:
         pass  # a read-only cache directory: probe again next time
 
 
-def _child(dev: Any, limit: float, slot: int = 0) -> _Child | None:
+def child(dev: Any, limit: float, slot: int = 0) -> _Child | None:
     """The device's worker in ``slot``, started when there is none (or it died); None when it
-    cannot start (slot 0 says so once: programs are then built unprobed; ``check_many`` does
-    without a further slot)."""
+    cannot start (slot 0 says so once: programs are then built unprobed; an ``ahead.Ahead``
+    does without a further slot)."""
     key = (dev.int_ptr, slot)
-    child = _children.get(key, False)
-    if child is None:
+    worker = _children.get(key, False)
+    if worker is None:
         return None
-    if child is False or not child.alive():
+    if worker is False or not worker.alive():
         try:
-            child = _children[key] = _Child(dev, limit)
+            worker = _children[key] = _Child(dev, limit)
             STATS["started"] += 1
         except BackendError as e:
             _children[key] = None
@@ -203,7 +186,7 @@ def _child(dev: Any, limit: float, slot: int = 0) -> _Child | None:
                 warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
                               f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
             return None
-    return child
+    return worker
 
 
 class _Child:
@@ -222,6 +205,7 @@ class _Child:
             raise BackendError(f"cannot run {sys.executable}: {e}") from e
         self.answers: queue.Queue[str | None] = queue.Queue()
         self.timed_out = False
+        self.lock = threading.Lock()  # one request at a time, whichever thread asks
         threading.Thread(target=self._read, daemon=True).start()
         atexit.register(self.close)
         limit = max(limit, DEFAULT_TIMEOUT)  # start-up: importing pyopencl, finding the platforms
@@ -250,6 +234,17 @@ class _Child:
             return None
         return json.loads(line) if line is not None else None
 
+    def _ask(self, request: dict[str, Any], limit: float) -> dict[str, Any] | None:
+        """Send one request and return its answer (None: the child ended or was killed)."""
+        with self.lock:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps(request) + "\n")
+                self.proc.stdin.flush()
+                return self._answer(limit)
+            except (BrokenPipeError, OSError):
+                return None
+
     def alive(self) -> bool:
         return self.pid == os.getpid() and self.proc.poll() is None
 
@@ -257,14 +252,7 @@ class _Child:
               limit: float) -> dict[str, Any]:
         """The record of building one program in the child: outcome "ok", "error", "crash", "hang"."""
         start = os.fstat(self.stderr.fileno()).st_size
-        request = {"key": key, "source": source, "options": options, "fault": fault}
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-            answer = self._answer(limit)
-        except (BrokenPipeError, OSError):
-            answer = None
+        answer = self._ask({"key": key, "source": source, "options": options, "fault": fault}, limit)
         record: dict[str, Any] = {"label": label, "device": self.device, "timeout": limit}
         if answer is not None and answer.get("key") == key:
             return {**record, "outcome": answer["outcome"]}
@@ -274,6 +262,19 @@ class _Child:
             self.proc.kill()
         return {**record, "outcome": "hang" if self.timed_out else "crash", "exit": self._exit(),
                 "stderr": self._tail(start)}
+
+    def warm(self, key: str, source: str, options: str, launches: list[WarmLaunch], fault: str | None,
+             limit: float) -> int:
+        """Run ``launches`` of the program in the child (``probe_worker``'s ``warm`` request); the
+        number it ran, 0 when it failed or died (a dead child is restarted by the next ``child``)."""
+        answer = self._ask({"key": key, "source": source, "options": options, "warm": launches,
+                            "fault": fault if fault == "warm-abort" else None}, limit)
+        if answer is None or answer.get("key") != key:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            return 0
+        return int(answer.get("warmed", 0))
 
     def _exit(self) -> str:
         code = self.proc.wait()

@@ -10,6 +10,13 @@ and, for tests, ``fault`` ("abort" or "hang") — builds the program, creates it
 answers ``{"key": ..., "outcome": "ok"}``, or ``"error"`` when the driver reported a build error
 (survivable: the parent's own build will raise it). It exits at the end of stdin.
 
+A request with ``warm`` (a list of launches: ``kernel``, ``global``, ``local`` and ``args``, each
+``["buf", nbytes]`` or ``["raw", hex bytes]``) runs each launch once on zero-filled buffers of the
+sizes given and answers ``{"key": ..., "warmed": n}``: PoCL compiles a kernel's work-group function
+at its first launch and keeps it in its disk cache, where the parent's own first launch then finds
+it, so a partition's kernels compile in several processes at once instead of one after another.
+Its programs are remembered by key, so a program this child probed is not built twice.
+
 Answers go to the original stdout; the process's fd 1 is pointed at stderr so that whatever the
 driver prints lands in the parent's stderr log, whose tail explains a crash.
 """
@@ -62,21 +69,62 @@ def main(argv: list[str]) -> int:
         _send(out, {"fatal": f"{type(e).__name__}: {e}"})
         return 3
     _send(out, {"ready": True})
+    programs: dict[str, Any] = {}  # key -> a program this child built without error
     for line in sys.stdin:
         request = json.loads(line)
-        if request.get("fault") == "abort":
+        fault = request.get("fault")
+        if "warm" in request:
+            if fault == "warm-abort":
+                os.abort()
+            _send(out, {"key": request["key"], "warmed": _warm(context, dev, programs, request)})
+            continue
+        if fault == "abort":
             os.abort()
-        while request.get("fault") == "hang":
+        while fault == "hang":
             time.sleep(3600)
         try:
             program = cl.Program(context, request["source"]).build(options=request["options"], devices=[dev])
             program.all_kernels()
+            programs[request["key"]] = program
             outcome = "ok"
         except cl.Error:
             outcome = "error"
-        program = None
         _send(out, {"key": request["key"], "outcome": outcome})
     return 0
+
+
+def _warm(context: Any, dev: Any, programs: dict[str, Any], request: dict[str, Any]) -> int:
+    """Run each of ``request["warm"]``'s launches once on zero-filled buffers; the number run."""
+    import numpy as np
+    import pyopencl as cl
+
+    key = request["key"]
+    if key not in programs:
+        try:
+            programs[key] = cl.Program(context, request["source"]).build(options=request["options"], devices=[dev])
+        except cl.Error:
+            return 0
+    queue = cl.CommandQueue(context, dev)
+    done = 0
+    for launch in request["warm"]:
+        try:
+            kernel = cl.Kernel(programs[key], launch["kernel"])
+            buffers = []
+            for i, (kind, value) in enumerate(launch["args"]):
+                if kind == "buf":
+                    buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(int(value), 64))
+                    cl.enqueue_fill_buffer(queue, buf, np.zeros(1, np.uint8), 0, buf.size)
+                    buffers.append(buf)
+                    kernel.set_arg(i, buf)
+                else:
+                    kernel.set_arg(i, bytes.fromhex(value))
+            local = tuple(launch["local"]) if launch["local"] is not None else None
+            cl.enqueue_nd_range_kernel(queue, kernel, tuple(launch["global"]), local)
+            queue.finish()
+        except cl.Error:
+            continue  # the parent's own launch meets (and reports) whatever this was
+        done += 1
+    return done
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from typing import Any
 
 from teflon_py.errors import BackendError
 from teflon_py.opencl.caps import Caps
-from teflon_py.opencl.runtime import probe
+from teflon_py.opencl.runtime import ahead, probe
 from teflon_py.opencl.runtime.compiler_output import captured
 from teflon_py.opencl.runtime.device import DeviceContext
 
@@ -169,17 +169,27 @@ class ProgramCache:
         label = "+".join(dict.fromkeys(f if isinstance(f, str) else f[0] for f in files))
         return source, build_options({**self.device_defines, **(defines or {})}, extra_options), label
 
-    def probe_ahead(self, programs: Sequence[tuple[Sequence[FileEntry], Mapping[str, object], Sequence[str]]]) -> None:
-        """Probe, several at a time (``probe.check_many``), the programs of ``programs`` (files,
-        defines, extra options) that no cache holds yet, before ``build`` builds them one by one."""
-        items = []
-        for files, defines, extra in programs:
+    def probe_ahead(self, launches: Sequence[tuple[Sequence[FileEntry], Mapping[str, object], Sequence[str],
+                                                   probe.WarmLaunch | None]]) -> ahead.Ahead:
+        """Start probing, in the probe's children (``ahead.Ahead``), the programs of ``launches``
+        (files, defines, extra options, the launch as a child replays it, or None) that no cache
+        holds yet, and then warming one launch per kernel and work-group shape of each (what PoCL
+        compiles at a first launch); ``build`` waits for a program's probe. ``wait()`` the result
+        before the first run."""
+        items: list[ahead.Program] = []
+        warm: dict[str, list[probe.WarmLaunch]] = {}
+        shapes = set()
+        for files, defines, extra, launch in launches:
             source, options, label = self._source(files, defines, extra)
             key = self.key(source, options)
             if (self.dc.context.int_ptr, key) in _memo or (self.use_disk and self._path(key).exists()):
                 continue
             items.append((key, source, options, label))
-        probe.check_many(self.dc.device, items, self.cache_dir if self.use_disk else None)
+            shape = repr((key, launch["kernel"], launch["local"], launch["local"] or launch["global"])) if launch else None
+            if launch is not None and shape not in shapes:
+                shapes.add(shape)
+                warm.setdefault(key, []).append(launch)
+        return ahead.start(self.dc.device, items, warm, self.cache_dir if self.use_disk else None)
 
     def build_source(self, source: str, options: str, label: str = "<source>") -> Any:
         """The built program of ``source`` under ``options`` (memo, disk, or probed and built)."""
