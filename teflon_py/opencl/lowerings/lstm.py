@@ -31,7 +31,7 @@ from teflon_py.ops.common import Act
 from teflon_py.ops.recurrent import RecurrentAttrs
 
 FILES = ("lstm.cl",)
-QFILES = ("quant.cl", "qlstm.cl")
+QFILES = ("quant.cl", "fixedpoint16.cl", "qlstm.cl")
 #: lstm.cl's ACT codes
 ACT_CODES = {Act.NONE: 0, Act.RELU: 1, Act.RELU6: 2, Act.RELU_N1_TO_1: 3, Act.TANH: 4, Act.SIGN_BIT: 5,
              Act.CLAMP: 6}
@@ -245,3 +245,81 @@ def lstm(ctx: OpEmit, attrs: RecurrentAttrs) -> None:
                              proj_clip=float(f32(attrs.proj_clip))),
                        m=m, output_h=h_next, output=y)
 
+
+
+# -- integer (8x8 -> 16) ------------------------------------------------------------------------
+
+def _wrap32(values: Any, n: int) -> np.ndarray:
+    """An effective bias (int64, or a scalar 0) as the int32 the kernels add: wrapped, since
+    their sums wrap too."""
+    from teflon_py import quant
+
+    return quant.wrap_int(np.broadcast_to(np.asarray(values, np.int64), (n,))).astype(np.int32)
+
+
+def _qparams(cell: Any) -> np.ndarray:
+    """qlstm.cl's QP: per gate slot the x, h, peephole and layer-norm (multiplier, shift) pairs
+    and the layer norm's guard, from the fallback's ``_integer_params``."""
+    p = cell.integer
+    rows = [[*p["x", g], *p["h", g], *p.get(("c", g), (0, 0)), *p.get(("ln", g), (0, 0)), p.get(("guard", g), 1)]
+            for g in cell.gates]
+    return np.asarray(rows, np.int32)
+
+
+@register("LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", kind="int8", check=check_lstm, dtypes=("int8", "int16", "int32"),
+          constants=WEIGHTS + LAYER_NORM)
+def qlstm(ctx: OpEmit, attrs: RecurrentAttrs) -> None:
+    """The integer kernel: one input launch, then per step gates, cell and (projection) project."""
+    node = Node.of(ctx.graph, ctx.op)
+    cell, geo = read(node)
+    p = cell.integer
+    slots = fallback_lstm.slots_for(len(ctx.op.inputs))
+    i8, i16 = np.int8, np.int16
+    n = geo.n_cell
+    units = len(cell.gates) * n
+    rows = geo.time * geo.batch
+    qp = _qparams(cell)
+    pre = ctx.scratch(4 * rows * units)
+    bias_x = np.concatenate([_wrap32(p["bias_x", g], n) for g in cell.gates])
+    ctx.launch(_spec(QFILES, "qlstm_input", {}, (rows, units), ("input", "weights", "bias", "qp", "output"),
+                     {"weights": _gate_matrix(cell.w_x, cell.gates, i8), "bias": bias_x, "qp": qp},
+                     2 * rows * units * geo.n_input, n_in=geo.n_input, n_cell=n, units=units),
+               input=ctx.input(), output=pre)
+    steps = Steps.of(ctx, geo, slots, 1, 2)
+    acc = ctx.scratch(4 * geo.batch * units)
+    m = ctx.scratch(geo.batch * n) if cell.proj_w is not None else None
+    defines = _gate_defines(cell)
+    if m is None:
+        defines["WRITE_Y"] = 1
+    chunk = n if cell.ln else 1
+    gates_consts = {"weights": _gate_matrix(cell.w_h, cell.gates, i8),
+                    "bias": np.concatenate([_wrap32(p["bias_h", g], n) for g in cell.gates]), "qp": qp}
+    cell_consts = {"peep": _peephole(cell, i16),
+                   "ln_w": _gate_matrix(cell.ln, cell.gates, i16) if cell.ln else np.zeros(units, i16),
+                   "ln_b": _gate_matrix(cell.bias, cell.gates, np.int32) if cell.ln else np.zeros(units, np.int32),
+                   "qp": qp}
+    y = ctx.output()
+    for t in range(geo.time):
+        h_prev, h_off = steps.h_read(t)
+        ctx.launch(_spec(QFILES, "qlstm_gates", {}, (geo.batch, units), ("pre", "h", "weights", "bias", "qp", "output"),
+                         gates_consts, 2 * geo.batch * units * geo.n_output, pre_row0=t * geo.row_t,
+                         pre_bstride=geo.row_b, h_off=h_off, n_out=geo.n_output, n_cell=n, units=units),
+                   pre=pre, h=h_prev, output=acc)
+        h_next, h_next_off = steps.h_write(t)
+        hidden, m_off = (h_next, h_next_off) if m is None else (m, 0)
+        ctx.launch(_spec(QFILES, "qlstm_cell", defines, (geo.batch, n // chunk),
+                         ("acc", "c", "output_c", "peep", "ln_w", "ln_b", "qp", "output_m", "output"), cell_consts,
+                         n_cell=n, n_out=geo.n_output, batch=geo.batch, chunk=chunk, m_off=m_off,
+                         y_row0=t * geo.row_t, y_bstride=geo.row_b, peep_flat=int(geo.time_major),
+                         cell_scale=p["cell_scale"], cell_clip=p["cell_clip"], hidden_m=p["hidden"][0],
+                         hidden_s=p["hidden"][1], hidden_zp=p["hidden_zp"]),
+                   acc=acc, c=steps.c_read(t), output_c=steps.c_write(t), output_m=hidden, output=y)
+        if m is not None:
+            ctx.launch(_spec(QFILES, "qlstm_project", {}, (geo.batch, geo.n_output),
+                             ("m", "weights", "bias", "output_h", "output"),
+                             {"weights": np.ascontiguousarray(cell.proj_w, i8),
+                              "bias": _wrap32(p["bias_proj"], geo.n_output)},
+                             2 * geo.batch * geo.n_output * n, n_cell=n, n_out=geo.n_output, h_off=h_next_off,
+                             y_row0=t * geo.row_t, y_bstride=geo.row_b, proj_m=p["proj"][0], proj_s=p["proj"][1],
+                             state_zp=p["state_zp"], proj_clip=p["proj_clip"]),
+                       m=m, output_h=h_next, output=y)
