@@ -74,21 +74,21 @@ inline void lstm_layer_norm(__global float* a, __global const float* lw, __globa
 
 #ifdef G
 // One batch row's units [j0, j0 + chunk) (chunk = n_cell with layer norm, whose statistics need
-// the whole row): peephole, layer norm, activations, the cell update (C at c_off -> C_out at
-// c_out_off, which may be the same bytes) and the hidden state output_gate * act(cell), written
+// the whole row): peephole, layer norm, activations, the cell update (C -> C_out, which may be
+// the same bytes) and the hidden state output_gate * act(cell), written
 // to M at m_off + b * n_cell and, with WRITE_Y, to Y's row y_row0 + b * y_bstride.
 // peep: [3][n_cell] (i, f, o); ln_w, ln_b: [G][n_cell].
 __kernel void lstm_cell(__global float* A, __global const float* C, __global float* C_out,
                         __global const float* restrict peep, __global const float* restrict ln_w,
                         __global const float* restrict ln_b, __global float* M, __global float* Y,
-                        const int n_cell, const int chunk, const int c_off, const int c_out_off, const int m_off,
+                        const int n_cell, const int chunk, const int m_off,
                         const int y_row0, const int y_bstride, const float cell_clip, const float act_lo,
                         const float act_hi) {
   const int b = get_global_id(0), j0 = get_global_id(1) * chunk;
   const int units = G * n_cell;
   __global float* a = A + b * units;
-  const __global float* c_in = C + c_off + b * n_cell;
-  __global float* c_new = C_out + c_out_off + b * n_cell;
+  const __global float* c_in = C + b * n_cell;
+  __global float* c_new = C_out + b * n_cell;
 #ifdef PEEPHOLE
   for (int j = j0; j < j0 + chunk; j++) {
 #ifndef CIFG

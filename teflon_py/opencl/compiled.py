@@ -9,6 +9,9 @@ each op's emitter (``lowering``) declares kernel launches bound to graph tensors
   wrapped zero-copy on devices whose buffers are host memory (``runtime.LaunchList``); an
   output whose root is a partition input, or already another output, gets a copy launch;
 - graph constants read as data are uploaded once; weights are packed once by their specs;
+- a variable tensor an op updates (an LSTM's states, ``Builder.new_state``) is read as a partition
+  input and its new value returned as one more partition output, which the executor stores as
+  the variable's value for the next invoke;
 - everything else is a sub-buffer of one arena (``memory.plan_arena``), placed by lifetime:
   from the first launch that touches it to the last.
 

@@ -231,7 +231,7 @@ def lstm(ctx: OpEmit, attrs: RecurrentAttrs) -> None:
         hidden, m_off = (h_next, h_next_off) if m is None else (m, 0)
         ctx.launch(_spec(FILES, "lstm_cell", defines, (geo.batch, geo.n_cell // chunk),
                          ("acc", "c", "output_c", "peep", "ln_w", "ln_b", "output_m", "output"), cell_consts,
-                         n_cell=geo.n_cell, chunk=chunk, c_off=0, c_out_off=0, m_off=m_off,
+                         n_cell=geo.n_cell, chunk=chunk, m_off=m_off,
                          y_row0=t * geo.row_t, y_bstride=geo.row_b, cell_clip=float(f32(attrs.cell_clip)),
                          act_lo=lo, act_hi=hi),
                    acc=acc, c=steps.c_read(t), output_c=steps.c_write(t), output_m=hidden, output=y)
