@@ -223,6 +223,17 @@ def _hybrid_scales(node: Node, slots: _Slots, cell: _Cell) -> None:
         cell.scale["proj", ""] = _F32(node.inputs[slots.proj_w].scale)
 
 
+def slots_for(n_inputs: int) -> _Slots:
+    """The operand slots of LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM with ``n_inputs`` (20 or 24) operands."""
+    return _FULL_LN if n_inputs == 24 else _FULL
+
+
+def read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots) -> _Cell:
+    """The Prepare another backend reuses (the OpenCL lowering): ``_read_cell`` with the
+    intermediates' scales, so its weights and integer parameters are this kernel's."""
+    return _read_cell(node, inputs, slots)
+
+
 def _cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots, key: str,
           scales: IntegerScales | None = None) -> _Cell:
     if _constant_operands(node, slots):

@@ -9,6 +9,9 @@ each op's emitter (``lowering``) declares kernel launches bound to graph tensors
   wrapped zero-copy on devices whose buffers are host memory (``runtime.LaunchList``); an
   output whose root is a partition input, or already another output, gets a copy launch;
 - graph constants read as data are uploaded once; weights are packed once by their specs;
+- a variable tensor an op updates (an LSTM's states, ``Builder.new_state``) is read as a partition
+  input and its new value returned as one more partition output, which the executor stores as
+  the variable's value for the next invoke;
 - everything else is a sub-buffer of one arena (``memory.plan_arena``), placed by lifetime:
   from the first launch that touches it to the last.
 
@@ -39,7 +42,7 @@ from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
 from teflon_py.opencl.lowerings import lowering_for
 from teflon_py.opencl.memory import Lifetime
 from teflon_py.opencl.params import KernelParams, params_for
-from teflon_py.opencl.registry import Ref, Scratch, folded_node
+from teflon_py.opencl.registry import NewState, Ref, Scratch, folded_node
 from teflon_py.opencl.runtime.device import DeviceContext
 from teflon_py.opencl.runtime.launch import (
     Arena,
@@ -160,6 +163,7 @@ class Builder:
         self.residuals = residuals or {}
         self.launches: list[PlannedLaunch] = []
         self.aliases: dict[int, int] = {}  # tensor -> tensor whose bytes it shares
+        self.states: dict[int, NewState] = {}  # variable tensor -> the last value an op left in it
         self.current = -1  # op being emitted
 
     # -- what emitters read ---------------------------------------------------------------
@@ -208,6 +212,18 @@ class Builder:
 
     def scratch(self, nbytes: int) -> Scratch:
         return Scratch(nbytes)
+
+    def state(self, tensor: int) -> Ref:
+        """Variable ``tensor``'s value now: the partition's input, or what an earlier op left in it."""
+        return self.states.get(tensor, tensor)
+
+    def new_state(self, tensor: int) -> NewState:
+        """A buffer for the value the current op leaves in variable ``tensor``; the last one is a
+        partition output for ``tensor`` (the executor keeps it for the next invoke)."""
+        if not self.graph.tensors[tensor].is_variable:
+            raise UnsupportedError(f"{self.graph.tensors[tensor].describe()} is not a variable tensor")
+        self.states[tensor] = NewState(tensor, self.nbytes(tensor))
+        return self.states[tensor]
 
     def root(self, ref: Ref) -> Ref:
         while isinstance(ref, int) and ref in self.aliases:
@@ -263,6 +279,14 @@ class OpEmitter:
 
     def scratch(self, nbytes: int) -> Scratch:
         return self.b.scratch(nbytes)
+
+    def state(self, k: int) -> Ref:
+        """Variable operand ``k``'s value as the op reads it (``Builder.state``)."""
+        return self.b.state(self.op.inputs[k])
+
+    def new_state(self, k: int) -> NewState:
+        """Where the op writes variable operand ``k``'s new value (``Builder.new_state``)."""
+        return self.b.new_state(self.op.inputs[k])
 
 
 def copy_spec(n: int, dtype: np.dtype | type = np.float32) -> KernelSpec:
@@ -365,6 +389,10 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
             n = int(np.prod(b.shape(t), dtype=np.int64))
             out_ref = _OutputSlot(ext)
             b.launches.append(PlannedLaunch(copy_spec(n, graph.tensors[t].dtype), {"input": r, "output": out_ref}, -1))
+    for t, new in b.states.items():  # variables the partition updates: their new values come back too
+        ext = ExternalTensor(b.shape(t), graph.tensors[t].dtype)
+        outputs.append(ext)
+        storage[new] = Storage("output", ext)
     # lifetimes of everything else
     for step, la in enumerate(b.launches):
         for ref in la.bindings.values():
@@ -391,7 +419,7 @@ def _assemble(dc: DeviceContext, cache: ProgramCache, b: Builder, partition: Any
              "variants": sorted({(la.info["kernel"], la.info["variant"]) for la in launches if "variant" in la.info}),
              "lowerings": sorted({(op.name, low.kind) for op in (graph.operations[i] for i in b.nodes)
                                   if (low := lowering_for(graph, op)) is not None})}
-    return OpenCLPartition(partition.inputs, partition.outputs, ll, stats)
+    return OpenCLPartition(partition.inputs, (*partition.outputs, *b.states), ll, stats)
 
 
 def _describe(b: Builder, r: Ref) -> str:

@@ -29,9 +29,10 @@ name ("CONV_2D: int8 tensors not supported on OpenCL yet"). A shared rule that r
 
 ``emit(ctx, attrs)`` never touches the device: it declares launches, binding kernel arguments to
 graph tensors by index (or to ``ctx.scratch(nbytes)`` temporaries), and aliases
-(``ctx.alias(dst, src)``: same bytes, no kernel). Arguments a launch writes are named
-``output`` (or ``output<k>``); constants a spec packs itself (weights) go in its ``constants``,
-sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``ctx.input()``,
+(``ctx.alias(dst, src)``: same bytes, no kernel). A stateful op (LSTM) reads a variable operand
+through ``ctx.state(k)`` and writes its new value to ``ctx.new_state(k)``, a buffer of its own.
+Arguments a launch writes are named ``output`` (or ``output<k>``); constants a spec packs itself
+(weights) go in its ``constants``, sizes in its ``scalars`` or ``defines``. The emitter reads its input through ``ctx.input()``,
 writes ``ctx.output()`` and clamps with ``ctx.clamp()``: fusion (``fusion.py``) may have folded
 a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a following
 RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp()``);
@@ -63,6 +64,16 @@ class Scratch:
         self.nbytes = nbytes
 
 
+class NewState(Scratch):
+    """The value a stateful op leaves in variable ``tensor`` (an LSTM's final states): its own
+    buffer, apart from the value the op read; the partition returns the last one as an output for
+    ``tensor``, which the executor keeps for the next invoke (``compiled.Builder.new_state``)."""
+
+    def __init__(self, tensor: int, nbytes: int):
+        super().__init__(nbytes)
+        self.tensor = tensor
+
+
 Ref = int | Scratch  # what a kernel argument binds to: a graph tensor index, or a scratch buffer
 
 
@@ -75,11 +86,14 @@ class OpTensors:
     outputs: tuple[ir.Tensor, ...]
     #: per output: whether it is an output of the graph (the caller reads it)
     escapes: tuple[bool, ...] = ()
+    #: the op and its graph, for a check that runs the fallback kernel's own Prepare (``lstm``)
+    op: ir.Operation | None = None
+    graph: ir.Graph | None = None
 
     @classmethod
     def of(cls, graph: ir.Graph, op: ir.Operation) -> OpTensors:
         outs = tuple(graph.output_tensors(op))
-        return cls(tuple(graph.input_tensors(op)), outs, tuple(t.index in graph.outputs for t in outs))
+        return cls(tuple(graph.input_tensors(op)), outs, tuple(t.index in graph.outputs for t in outs), op, graph)
 
     def input(self, k: int) -> ir.Tensor | None:
         return self.inputs[k] if k < len(self.inputs) else None
@@ -116,6 +130,10 @@ class OpEmit(Protocol):
     def alias(self, dst: int, src: int) -> None: ...
 
     def scratch(self, nbytes: int) -> Scratch: ...
+
+    def state(self, k: int) -> Ref: ...
+
+    def new_state(self, k: int) -> NewState: ...
 
 
 #: check(attrs, tensors, caps) -> a reason, or None when supported

@@ -24,15 +24,18 @@ from teflon_py.errors import UnsupportedError
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import write_model
 from teflon_py.tflite.reader import read_model
-from tests.harness import ModelBuilder, assert_close, quantization, random_input
+from tests.harness import ModelBuilder, assert_close, check_placement, quantization, random_input
 
 NO = ir.NO_TENSOR
 
 
 def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
-                  float_tol: float = 1e-5, elem_tol: float | None = None) -> None:
+                  float_tol: float = 1e-5, elem_tol: float | None = None,
+                  refuses: str | Sequence[str] | None = None) -> None:
     """Run ``invokes`` invokes with fresh random inputs on LiteRT (BUILTIN_REF) and on teflon-py;
-    every output of every invoke must match (variable tensors carry state between them)."""
+    every output of every invoke must match (variable tensors carry state between them).
+    ``refuses`` (for ops a delegate lowers): pin the placement (``check_placement``) too, allowing
+    the refusals it names."""
     lite = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     lite.allocate_tensors()
     delegates = [] if backend == "numpy" else [teflon_py.load_delegate(backend)]
@@ -48,6 +51,8 @@ def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
         for j, (d, e) in enumerate(zip(ours.get_output_details(), lite.get_output_details())):
             assert_close(ours.get_tensor(d["index"]), lite.get_tensor(e["index"]), float_tol,
                          f"invoke {k} output {j}", elem_tol=elem_tol)
+    if refuses is not None and backend != "numpy":
+        check_placement(ours, backend, refuses)
 
 
 # -- operand factories ----------------------------------------------------------------------------
@@ -200,6 +205,12 @@ def _variant_id(v: tuple[bool, ...]) -> str:
     return "+".join(name for name, on in zip(LSTM_FLAGS, v) if on) or "plain"
 
 
+def lstm_refusals(kind: str) -> tuple[str, ...]:
+    """What the OpenCL LSTM lowering refuses of a ``kind`` case: the hybrid kernel; the float and
+    integer kernels must run on the device."""
+    return ("hybrid",) if kind == "hybrid" else ()
+
+
 def _lstm_kwargs(variant: tuple[bool, ...], sizes: tuple[int, ...], kind: str) -> dict[str, Any]:
     flags = dict(zip(LSTM_FLAGS, variant))
     batch, time, n_input, n_cell, n_proj = sizes
@@ -220,7 +231,7 @@ def test_unidirectional_sequence_lstm(backend: str, sizes: tuple[int, ...], vari
     asymmetric = kind == "hybrid" and seed % 3 == 0
     model = lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", kind, **kw, time_major=time_major, asymmetric=asymmetric,
                        seed=seed)
-    check_invokes(model, backend, seed=seed)
+    check_invokes(model, backend, seed=seed, refuses=lstm_refusals(kind))
 
 
 @pytest.mark.parametrize("kind", ["float", "hybrid", "int8"])
@@ -231,7 +242,7 @@ def test_lstm(backend: str, variant: tuple[bool, ...], kind: str) -> None:
     kw = _lstm_kwargs(variant, LSTM_SIZES[index % len(LSTM_SIZES)], kind)
     model = lstm_model("LSTM", kind, **kw, asymmetric=kind == "hybrid" and index % 2 == 0,
                        inputs20=not kw["layer_norm"] and index % 2 == 1, seed=7 + index)
-    check_invokes(model, backend, seed=7)
+    check_invokes(model, backend, seed=7, refuses=lstm_refusals(kind))
 
 
 def test_lstm_8x8_8_unsupported() -> None:
@@ -248,7 +259,7 @@ def test_lstm_8x8_8_unsupported() -> None:
 def test_lstm_clipping(backend: str, clips: tuple[float, float], kind: str) -> None:
     model = lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", kind, 2, 4, 5, 6, 3, projection=True, proj_bias=True,
                        cell_clip=clips[0], proj_clip=clips[1], seed=3)
-    check_invokes(model, backend, seed=3)
+    check_invokes(model, backend, seed=3, refuses=lstm_refusals(kind))
 
 
 @pytest.mark.parametrize("kind", ["float", "hybrid"])
@@ -256,7 +267,7 @@ def test_lstm_clipping(backend: str, clips: tuple[float, float], kind: str) -> N
                                  ir.Activation.RELU_N1_TO_1, ir.Activation.SIGN_BIT], ids=lambda a: a.name)
 def test_lstm_activations(backend: str, act: ir.Activation, kind: str) -> None:
     model = lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", kind, 2, 3, 4, 5, 5, peephole=True, act=act, seed=5)
-    check_invokes(model, backend, seed=5)
+    check_invokes(model, backend, seed=5, refuses=lstm_refusals(kind))
 
 
 @pytest.mark.parametrize("time_major", [False, True])
@@ -265,7 +276,7 @@ def test_lstm_diagonal_recurrent(backend: str, variant: tuple[bool, bool], time_
     """UNIDIRECTIONAL_SEQUENCE_LSTM with 1-D (diagonal) recurrent weights, float32."""
     model = lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", 2, 3, 4, 5, 5, cifg=variant[0],
                        peephole=variant[1], time_major=time_major, seed=11)
-    check_invokes(_diagonalize(model), backend, seed=11)
+    check_invokes(_diagonalize(model), backend, seed=11, refuses="diagonal")
 
 
 def _diagonalize(model: bytes) -> bytes:

@@ -8,6 +8,7 @@ from teflon_py.opencl.lowerings import (  # noqa: F401  (each module registers i
     dynamic_quant,
     elementwise,
     intmath,
+    lstm,
     math,
     matmul,
     movement,
