@@ -1,6 +1,7 @@
 // NHWC AVERAGE_POOL_2D / MAX_POOL_2D, every size an ARGUMENT (one program for all shapes).
 // A work-item computes output pixels x 16 channels (the last 16 shifted back to end at channel C,
-// overlapping the block before; fewer than 16 channels one at a time). The window starts at (oh*SH - PT,
+// overlapping the block before; 8 or 4 channels a pixel a vector, other counts below 16 one at a
+// time). The window starts at (oh*SH - PT,
 // ow*SW - PL) in input coordinates and is clipped to the padded input [-EPT, IH + EPB) x
 // [-EPL, IW + EPR), as TFLite clips to the input: cells of TFLite's own padding take no part.
 // EPT.. are an explicit zero PAD folded into the pool (0 without one): its cells count as
@@ -31,6 +32,32 @@ __kernel void avg_pool(POOL_ARGS) {
   POOL_PIXELS
   const float count = (float)((he - hs) * (we - ws));
   __global float* o = out + (row * OW + ow) * C + c0;
+  if (C == 8 || C == 4) {  // narrow tensors (MediaPipe's 4- and 8-channel layers): a pixel a vector
+    if (C == 8) {
+      float8 acc = 0.0f;
+      for (int h = hs; h < he; h++) {
+        if ((uint)h >= (uint)IH) continue;
+        for (int w = ws; w < we; w++) {
+          if ((uint)w < (uint)IW) acc += vload8(0, img + (h * IW + w) * C);
+        }
+      }
+      float8 v = acc / count;
+      v = v < (float8)(lo) ? (float8)(lo) : v;
+      vstore8(v > (float8)(hi) ? (float8)(hi) : v, 0, o);
+    } else {
+      float4 acc = 0.0f;
+      for (int h = hs; h < he; h++) {
+        if ((uint)h >= (uint)IH) continue;
+        for (int w = ws; w < we; w++) {
+          if ((uint)w < (uint)IW) acc += vload4(0, img + (h * IW + w) * C);
+        }
+      }
+      float4 v = acc / count;
+      v = v < (float4)(lo) ? (float4)(lo) : v;
+      vstore4(v > (float4)(hi) ? (float4)(hi) : v, 0, o);
+    }
+    continue;
+  }
   if (nc < 16) {  // the last channels, one at a time (a vector's lanes one by one cost ~10x more)
     for (int l = 0; l < nc; l++) {
       float acc = 0.0f;
@@ -63,6 +90,32 @@ __kernel void avg_pool(POOL_ARGS) {
 __kernel void max_pool(POOL_ARGS) {
   POOL_PIXELS
   __global float* o = out + (row * OW + ow) * C + c0;
+  if (C == 8 || C == 4) {  // narrow tensors: a pixel a vector
+    if (C == 8) {
+      float8 acc = -3.402823466e+38f;
+      for (int h = hs; h < he; h++) {
+        for (int w = ws; w < we; w++) {
+          const float8 x = ((uint)h < (uint)IH && (uint)w < (uint)IW) ? vload8(0, img + (h * IW + w) * C)
+                                                                      : (float8)(0.0f);
+          acc = x > acc ? x : acc;
+        }
+      }
+      acc = acc < (float8)(lo) ? (float8)(lo) : acc;
+      vstore8(acc > (float8)(hi) ? (float8)(hi) : acc, 0, o);
+    } else {
+      float4 acc = -3.402823466e+38f;
+      for (int h = hs; h < he; h++) {
+        for (int w = ws; w < we; w++) {
+          const float4 x = ((uint)h < (uint)IH && (uint)w < (uint)IW) ? vload4(0, img + (h * IW + w) * C)
+                                                                      : (float4)(0.0f);
+          acc = x > acc ? x : acc;
+        }
+      }
+      acc = acc < (float4)(lo) ? (float4)(lo) : acc;
+      vstore4(acc > (float4)(hi) ? (float4)(hi) : acc, 0, o);
+    }
+    continue;
+  }
   if (nc < 16) {  // the last channels, one at a time
     for (int l = 0; l < nc; l++) {
       float acc = -3.402823466e+38f;

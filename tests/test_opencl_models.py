@@ -107,18 +107,25 @@ def test_residual_add_folds_into_the_conv(family: str, case: str, folds: bool) -
     assert (add in compiled_partition(it).stats["folded"]) == folds
 
 
-def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False) -> bytes:
-    """x -> conv kxk [-> ADD with x] -> PRELU (per-channel or one slope), as MediaPipe's blocks;
-    ``shared``: the PRELU's input is also a graph output (nothing may fold into its writer)."""
+def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False, producer: str = "conv",
+               relu_after: bool = False, shape: tuple[int, ...] = (1, 6, 7)) -> bytes:
+    """x -> conv kxk (``producer`` "conv", or "depthwise") [-> ADD with x] -> PRELU (per-channel
+    or one slope) [-> RELU6], as MediaPipe's blocks; ``shared``: the PRELU's input is also a graph
+    output (nothing may fold into its writer)."""
     rng = np.random.default_rng(5)
     mb = ModelBuilder()
     g = mb.main
-    shape = (1, 6, 7, ch)
+    shape = (*shape, ch)
     x = g.add_input("x", shape, F32)
-    w = g.add_constant("w", (rng.standard_normal((ch, k, k, ch)) / np.sqrt(k * k * ch)).astype(F32))
     b = g.add_constant("b", rng.standard_normal(ch).astype(F32))
     y = g.add_tensor("conv", shape, F32)
-    g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    if producer == "conv":
+        w = g.add_constant("w", (rng.standard_normal((ch, k, k, ch)) / np.sqrt(k * k * ch)).astype(F32))
+        g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    else:
+        w = g.add_constant("w", rng.standard_normal((1, k, k, ch)).astype(F32))
+        g.add_op("DEPTHWISE_CONV_2D", [x, w, b], [y],
+                 O.DepthwiseConv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1))
     if with_add:
         s = g.add_tensor("sum", shape, F32)
         g.add_op("ADD", [y, x], [s], O.AddOptions())
@@ -127,6 +134,10 @@ def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False
     a = g.add_constant("alpha", slopes)
     out = g.add_tensor("out", shape, F32)
     g.add_op("PRELU", [y, a], [out])
+    if relu_after:
+        clamped = g.add_tensor("clamped", shape, F32)
+        g.add_op("RELU6", [out], [clamped])
+        out = clamped
     g.mark_outputs(out, *([y] if shared else []))
     return mb.build()
 
@@ -142,6 +153,28 @@ def test_prelu_folds_into_the_conv(family: str, k: int, ch: int, with_add: bool,
     it = check_model(conv_prelu(k, ch, with_add, alpha), "opencl", inputs=[x])
     prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
     assert (prelu in compiled_partition(it).stats["folded"]) == (family == "cpu")
+
+
+@pytest.mark.parametrize("k, ch, launches", [(1, 8, 1), (1, 5, 1), (3, 24, 2)])
+def test_prelu_folds_into_the_depthwise(family: str, k: int, ch: int, launches: int) -> None:
+    """On the cpu family a PRELU after a 1x1 depthwise runs in its one ``channel_map`` launch
+    (x * w + b, then the slopes), and after any other depthwise as a ``channel_map`` of its
+    output; the gpu family keeps it apart. LiteRT's numbers either way."""
+    it = check_model(conv_prelu(k, ch, False, "channel", producer="depthwise", shape=(2, 9, 7)), "opencl")
+    prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
+    stats = compiled_partition(it).stats
+    assert (prelu in stats["folded"]) == (family == "cpu")
+    if family == "cpu":
+        assert stats["launches"] == launches
+
+
+@pytest.mark.parametrize("producer", ["conv", "depthwise"])
+def test_a_prelu_with_a_folded_relu_stays_its_own_launch(family: str, producer: str) -> None:
+    """conv -> PRELU -> RELU6: the RELU6 folds into the PRELU, which then keeps its launch (an
+    epilogue ends at the slopes), so the clamp is not lost."""
+    it = check_model(conv_prelu(1, 8, False, "channel", producer=producer, relu_after=True), "opencl")
+    prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
+    assert prelu not in compiled_partition(it).stats["folded"]
 
 
 def test_a_prelu_whose_input_is_read_elsewhere_does_not_fold(family: str) -> None:

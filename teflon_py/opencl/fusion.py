@@ -146,10 +146,17 @@ def prelu_slopes(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
     if op.name != "PRELU" or len(op.inputs) != 2 or graph.tensors[op.inputs[0]].dtype != np.float32:
         return None
     alpha = graph.tensors[op.inputs[1]]
-    shape = tuple(graph.tensors[op.inputs[0]].shape)
-    if alpha.data is None or alpha.dtype != np.float32 or not shape:
+    if alpha.dtype != np.float32:
         return None
-    a = np.asarray(alpha.data, np.float32)
+    return channel_slopes(alpha.data, tuple(graph.tensors[op.inputs[0]].shape))
+
+
+def channel_slopes(alpha: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Constant PRELU slopes ``alpha`` as one per channel of an input of ``shape`` (float32 [C]),
+    when they vary along the last axis only (or are a single value); else None."""
+    if alpha is None or not shape:
+        return None
+    a = np.asarray(alpha, np.float32)
     channels = shape[-1]
     if a.size == 1:
         return np.full(channels, a.reshape(-1)[0], np.float32)
@@ -168,7 +175,7 @@ def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pl
     for i in live:
         op = graph.operations[i]
         slopes = prelu_slopes(graph, op)
-        if slopes is None:
+        if slopes is None or i in plan.clamp:  # a PRELU with a folded activation stays (epilogues end at the slopes)
             continue
         x = op.inputs[0]
         p = writer.get(x)

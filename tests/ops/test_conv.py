@@ -174,6 +174,7 @@ CONV_CASES = [
     Case((1, 7, 7, 2), (2, 2), 3),  # even kernel: total padding 1
     Case((1, 9, 9, 3), (4, 4), 4, dilation=(1, 2), padding=VALID),
     Case((1, 3, 3, 16), (3, 3), 8, padding=VALID),  # a single output pixel
+    Case((2, 3, 3, 8), (3, 3), 70, padding=VALID),  # a window over the whole input: a GEMV per image
     Case((1, 4, 4, 130), (3, 3), 4, padding=VALID),  # K = 1170: uint8 accumulates in float64
 ]
 
@@ -186,6 +187,8 @@ DEPTHWISE_CASES = [
     Case((1, 12, 12, 3), (3, 3), 6, stride=(2, 2), dilation=(2, 2), padding=VALID),
     Case((2, 5, 6, 8), (3, 3), 16, stride=(1, 2)),
     Case((1, 6, 6, 5), (1, 1), 5, padding=VALID),
+    Case((2, 9, 7, 8), (1, 1), 8),  # 1x1 at stride 1: a per-channel map of the flat tensor
+    Case((1, 5, 7, 24), (1, 1), 24, stride=(2, 2)),  # 1x1 strided: the general kernels
 ]
 
 

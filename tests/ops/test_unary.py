@@ -16,7 +16,7 @@ from ai_edge_litert.interpreter import OpResolverType
 import teflon_py
 from teflon_py.errors import TeflonError, UnsupportedError
 from teflon_py.tflite import options as opts
-from tests.harness import check_model, quantization, run_litert, run_teflon, single_op
+from tests.harness import ModelBuilder, check_model, quantization, run_litert, run_teflon, single_op
 
 SHAPES = [(7, 5), (1, 4, 4, 3)]
 NOT_IN_REFERENCE_RESOLVER = {"CEIL", "ROUND", "ELU"}
@@ -246,6 +246,23 @@ def test_prelu_float(backend: str, alpha_shape: tuple) -> None:
     model = single_op("PRELU", [{"shape": (2, 4, 4, 3), "dtype": np.float32}, {"data": alpha, "dtype": np.float32}],
                       [{"shape": (2, 4, 4, 3), "dtype": np.float32}])
     check_model(model, backend, inputs=[(rng.standard_normal((2, 4, 4, 3)) * 3).astype(np.float32)])
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 7, 8), (2, 3, 5, 24), (1, 3, 3, 5), (1, 2, 2, 1)], ids=str)
+def test_prelu_float_per_channel(backend: str, shape: tuple) -> None:
+    """Constant per-channel slopes over channel counts that divide 16, exceed it or neither, with a
+    tail below 16 values and a RELU6 after (which folds into the PRELU)."""
+    rng = np.random.default_rng(5)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", shape, np.float32)
+    a = g.add_constant("alpha", rng.uniform(-0.5, 1.5, (1, 1, shape[-1])).astype(np.float32))
+    y = g.add_tensor("y", shape, np.float32)
+    g.add_op("PRELU", [x, a], [y])
+    z = g.add_tensor("z", shape, np.float32)
+    g.add_op("RELU6", [y], [z])
+    g.mark_outputs(z)
+    check_model(mb.build(), backend, inputs=[(rng.standard_normal(shape) * 4).astype(np.float32)])
 
 
 @pytest.mark.parametrize("alpha_shape", PRELU_ALPHA_SHAPES[1:3], ids=str)

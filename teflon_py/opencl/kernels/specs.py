@@ -379,7 +379,8 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
                 residual: Clamp | None = None, tiles: CpuTiles = AVX512,
                 alpha: np.ndarray | None = None) -> KernelSpec:
-    """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM.
+    """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM,
+    and so does a window that covers the whole unpadded input (one output pixel: a GEMV).
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
     ``residual``: an ADD folded into the epilogue, ``alpha``: a PRELU's per-channel slopes after
@@ -394,6 +395,11 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
         spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
                          activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha)
         return _replace(spec, out_shape=(nb, ih, iw, oc))
+    if ((wh.out, ww.out, wh.pad, ww.pad) == (1, 1, 0, 0) and (kh, kw) == (ih, iw) and pads == NO_PADS
+            and pw is None):  # one window over the whole input: a fully connected layer (face landmarks' head)
+        spec = gemm_spec(nb, oc, kh * kw * ic, np.asarray(filt, np.float32).reshape(oc, -1).T, bias,
+                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha)
+        return _replace(spec, out_shape=(nb, 1, 1, oc))
     nv = nv or choose_nv(oc, tiles)
     pw = pw or tiles.rows_for(nv)  # fewer pixels than pw take the kernel's edge path (no new variant)
     ocb = 16 * nv

@@ -10,6 +10,7 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.opencl.kernels import depthwise_specs, gpu_small, gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
+from teflon_py.opencl.kernels.channel_specs import channel_map_spec
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops import conv as ops_conv
 from teflon_py.ops.conv import ConvAttrs, DepthwiseConvAttrs
@@ -127,17 +128,37 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
 
 
 @register("DEPTHWISE_CONV_2D", check=check_depthwise_conv_2d, constants=(1, 2), fuses_activation=True,
-          folds_pad=True)
+          folds_pad=True, fuses_prelu=True)
 def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     """16 channels x a row of pixels per work-item (``depthwise.cl``), or on the GPU family one
-    channel x a small pixel patch per work-item (``gpu_depthwise.cl``); any depth multiplier."""
+    channel x a small pixel patch per work-item (``gpu_depthwise.cl``); any depth multiplier. A
+    1x1 kernel at stride 1 is a per-channel x * w + b over the flat tensor (``channel_map``, on
+    the cpu family); a PRELU folded in (cpu family) runs in that launch, or after the others as
+    a ``channel_map`` of their output."""
     x = ctx.input()
     w = ctx.constant(ctx.operand(1))
     shape = ctx.shape(x)
-    kw = {"depth_multiplier": w.shape[3] // shape[3], "stride": attrs.strides, "dilation": attrs.dilations,
+    multiplier = w.shape[3] // shape[3]
+    slopes = ctx.prelu()
+    if (not ctx.params.gpu and w.shape[1:3] == (1, 1) and multiplier == 1 and tuple(attrs.strides) == (1, 1)
+            and ctx.pads() == kernels.NO_PADS):
+        bias = _bias(ctx)
+        spec = channel_map_spec(int(np.prod(shape)), shape[3], weights=w.reshape(-1),
+                                bias=np.zeros(shape[3], np.float32) if bias is None else bias,
+                                slopes=slopes, clamp=ctx.clamp())
+        ctx.launch(spec, input=x, output=ctx.output())
+        return
+    kw = {"depth_multiplier": multiplier, "stride": attrs.strides, "dilation": attrs.dilations,
           "padding": attrs.padding, "activation": ctx.clamp(), "pads": ctx.pads()}
     if ctx.params.gpu:
         spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
     else:
         spec = depthwise_specs.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, **kw)
-    ctx.launch(spec, input=x, output=ctx.output())
+    if slopes is None:
+        ctx.launch(spec, input=x, output=ctx.output())
+        return
+    out_shape = ctx.shape(ctx.op.outputs[0])
+    n = int(np.prod(out_shape))
+    y = ctx.scratch(4 * n)
+    ctx.launch(spec, input=x, output=y)
+    ctx.launch(channel_map_spec(n, out_shape[3], slopes=slopes), input=y, output=ctx.output())

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon_py.opencl.fusion import intersect
+from teflon_py.opencl.fusion import channel_slopes, intersect
+from teflon_py.opencl.kernels.channel_specs import channel_map_spec
 from teflon_py.opencl.lowerings.elementwise import broadcast_spec, check_binary, check_unary, flat_spec
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
 from teflon_py.ops.unary import GeluAttrs, LeakyReluAttrs
@@ -36,9 +37,16 @@ def check_atan2(attrs: object, tensors: OpTensors, caps: object) -> str | None:
 @register("ATAN2", check=check_atan2, fuses_activation=True, max_rank=6)
 @register(*(n for n in BINARY_OPS if n != "ATAN2"), check=check_binary, fuses_activation=True, max_rank=6)
 def binary_math(ctx: OpEmit, attrs: object) -> None:
-    """One broadcasting launch; PRELU is ``x >= 0 ? x : x * alpha``, alpha broadcast as operand b."""
+    """One broadcasting launch; PRELU is ``x >= 0 ? x : x * alpha``, alpha broadcast as operand b
+    (constant per-channel slopes on the cpu family: ``channel_map``, whole vectors for any C)."""
     op = ctx.op
     a, b = ctx.operand(0), ctx.operand(1)
+    if op.name == "PRELU" and not ctx.params.gpu:
+        slopes = channel_slopes(ctx.constant(b), ctx.shape(a))
+        if slopes is not None and ctx.shape(a) == ctx.shape(op.outputs[0]):  # constant per-channel slopes
+            spec = channel_map_spec(int(np.prod(ctx.shape(a))), len(slopes), slopes=slopes, prelu_clamp=ctx.clamp())
+            ctx.launch(spec, input=a, output=ctx.output())
+            return
     lo, hi = intersect(ctx.clamp(), DIV_RANGE) if op.name == "DIV" else ctx.clamp()
     spec = broadcast_spec(FILES, "binary_math", [ctx.shape(a), ctx.shape(b)], ctx.shape(op.outputs[0]),
                           ("a", "b"), lo=float(lo), hi=float(hi), op=BINARY_OPS.index(op.name))
