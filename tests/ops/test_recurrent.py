@@ -11,6 +11,7 @@ every test runs three invokes with fresh inputs and compares every output after 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -599,3 +600,22 @@ def test_hybrid_over_invokes(backend: str, case: tuple) -> None:
     decide the next step's input quantization, so an error would compound; it must stay within the
     bound argued above (integer outputs, had the case any, stay bit-exact: ``assert_close``)."""
     check_invokes(case[1](), backend, invokes=4, seed=1, float_tol=HYBRID_TOL, elem_tol=HYBRID_ELEM_TOL)
+
+
+# -- a converter-made model -------------------------------------------------------------------------
+
+CONVERTED_LSTM = Path(__file__).parents[1] / "fixtures" / "tflite" / "lstm_int8.tflite"
+
+
+def test_converted_int8_lstm(backend: str) -> None:
+    """A Keras LSTM the TFLite converter quantized to full integer (``make_lstm_int8.py``): the
+    8x8->16 UNIDIRECTIONAL_SEQUENCE_LSTM with the converter's unquantized gate intermediates (LiteRT
+    reads them only with layer norm), bit-exact with LiteRT over three invokes, states included."""
+    model = CONVERTED_LSTM.read_bytes()
+    g = read_model(model).main
+    (op,) = g.operations
+    assert op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM" and len(op.intermediates) == 5
+    assert [g.tensors[i].quantization is None for i in op.intermediates] == [True] * 4 + [False]
+    h, c = (g.tensors[op.inputs[k]].name for k in (18, 19))
+    for seed in range(3):
+        check_invokes(model, backend, seed=seed, states=(h, c))
