@@ -7,7 +7,9 @@ Three kernels, chosen as LiteRT chooses them, by the weight and input types:
   and the output state row by row (``BatchQuantizeFloats``, symmetric or asymmetric), multiplies
   in integers and rescales in float32;
 * integer: int8 input and weights, int16 cell state, five ``intermediates`` carrying the gate
-  and hidden quantization (``EvalInteger8x8_16``); gemmlowp int16 sigmoid/tanh.
+  and hidden quantization (``EvalInteger8x8_16``); gemmlowp int16 sigmoid/tanh;
+* integer 8x8->8 (LSTM only): twelve ``intermediates``, int8 matmul results, float layer norm and
+  activations on int16 values (``EvalInteger8x8_8``, in ``lstm_integer8``).
 
 Options as ``lstm_eval`` supports them: CIFG (no input gate), peephole, projection (+ bias,
 clip), layer norm, cell clip, diagonal (1-D) recurrent weights (float UNIDIRECTIONAL only), the
@@ -44,6 +46,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.fallback.lstm_integer import IntegerScales, _integer_params, _run_integer
+from teflon_py.fallback.lstm_integer8 import integer8_params, run_integer8
 from teflon_py.fallback.recurrent_shared import (
     _clip,
     _mean_stddev_normalization,
@@ -94,7 +97,7 @@ _BIDI_BW = _Slots(_gate_map(18), _gate_map(22), {"i": 26, "f": 27, "o": 28}, _ga
 class _Cell:
     """One direction's constants, derived once per node (LiteRT's Prepare plus its row sums)."""
 
-    kind: str  # "float" | "hybrid" | "integer"
+    kind: str  # "float" | "hybrid" | "integer" (8x8->16) | "integer8" (8x8->8)
     gates: tuple[str, ...]  # computed gates: i (unless CIFG), f, c, o
     n_cell: int
     n_output: int
@@ -196,7 +199,10 @@ def _read_cell(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots,
         _integer_weight_sums(node, slots, cell)
     if kind == "hybrid":
         _hybrid_scales(node, slots, cell)
-    if kind == "integer":
+    if kind == "integer" and scales is None and len(node.op.intermediates) == 12:
+        cell.kind = "integer8"
+        cell.integer = integer8_params(node, slots, cell)
+    elif kind == "integer":
         cell.integer = _integer_params(node, slots, cell, scales)
     return cell
 
@@ -384,6 +390,8 @@ def run_direction(node: Node, inputs: Sequence[np.ndarray | None], slots: _Slots
     opts = _options(node) if opts is None else opts
     if cell.kind == "integer":
         return _run_integer(cell, x, h0, c0, reverse, time_major)
+    if cell.kind == "integer8":
+        return run_integer8(cell, x, h0, c0, reverse)
     if cell.diagonal and opts.activation.kind == Act.NONE:
         raise node.error("diagonal recurrent weights with activation NONE are not supported")
     opts.scalar = _scalar_sigmoid(cell, batch, time_major)

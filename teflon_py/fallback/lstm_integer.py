@@ -86,12 +86,13 @@ def _integer_params(node: Node, slots: _Slots, cell: _Cell, scales: IntegerScale
 
 
 def _intermediate_scales(node: Node, layer_norm: bool) -> IntegerScales:
-    """The five intermediates' quantization; without layer norm LiteRT's gates are Q3.12 (2^-12)."""
+    """The five intermediates' quantization; without layer norm LiteRT's gates are Q3.12 (2^-12)
+    and it reads only the hidden state's (the converter leaves the four gates' unquantized then)."""
     intermediates = [node.graph.tensors[i] for i in node.op.intermediates]
     if len(intermediates) != 5:
-        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16), got {len(intermediates)}"
-                         + (" (the 12-intermediate 8x8->8 kernel is not supported)" if len(intermediates) == 12 else ""))
-    if any(t.quantization is None for t in intermediates):
+        raise node.error(f"the integer LSTM needs 5 intermediate tensors (8x8->16) or, for LSTM, 12 (8x8->8), "
+                         f"got {len(intermediates)}")
+    if any(t.quantization is None for t in (intermediates if layer_norm else intermediates[4:])):
         raise node.error("the integer LSTM's intermediate tensors must be quantized")
     gates = tuple(float(t.scale) if layer_norm else 2.0 ** -12 for t in intermediates[:4])
     return IntegerScales(gates, float(intermediates[4].scale), int(intermediates[4].zero_point))

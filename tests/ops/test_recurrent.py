@@ -4,13 +4,14 @@ LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM (CIFG, peephole,
 and without bias, layer norm, clips, activations, time_major, merge_outputs, auxiliary input),
 RNN, UNIDIRECTIONAL_SEQUENCE_RNN and SVDF (rank, activation, bias), each in float32, hybrid
 (int8 weights, float32 activations; symmetric and asymmetric input quantization) and, where
-LiteRT has one, the integer kernel (8x8->16 LSTM with its five intermediates; int8 SVDF with an
-int16 state). State operands are variable tensors without data; every test runs three invokes
-with fresh inputs and compares every output after each.
+LiteRT has one, the integer kernels (8x8->16 LSTM with its five intermediates, 8x8->8 LSTM with
+its twelve; int8 SVDF with an int16 state). State operands are variable tensors without data;
+every test runs three invokes with fresh inputs and compares every output after each.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,10 +31,11 @@ NO = ir.NO_TENSOR
 
 
 def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
-                  float_tol: float = 1e-5, elem_tol: float | None = None,
+                  float_tol: float = 1e-5, elem_tol: float | None = None, states: Sequence[str] = (),
                   refuses: str | Sequence[str] | None = None) -> None:
     """Run ``invokes`` invokes with fresh random inputs on LiteRT (BUILTIN_REF) and on teflon-py;
-    every output of every invoke must match (variable tensors carry state between them).
+    every output of every invoke must match (variable tensors carry state between them), and so
+    must the tensors named in ``states`` (variable tensors: finer than an int8 output).
     ``refuses`` (for ops a delegate lowers): pin the placement (``check_placement``) too, allowing
     the refusals it names."""
     lite = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
@@ -51,6 +53,10 @@ def check_invokes(model: bytes, backend: str, invokes: int = 3, seed: int = 0,
         for j, (d, e) in enumerate(zip(ours.get_output_details(), lite.get_output_details())):
             assert_close(ours.get_tensor(d["index"]), lite.get_tensor(e["index"]), float_tol,
                          f"invoke {k} output {j}", elem_tol=elem_tol)
+        for d in lite.get_tensor_details():
+            if d["name"] in states:
+                assert_close(ours.get_tensor(d["index"]), lite.get_tensor(d["index"]), float_tol,
+                             f"invoke {k} state {d['name']}", elem_tol=elem_tol)
     if refuses is not None and backend != "numpy":
         check_placement(ours, backend, refuses)
 
@@ -134,6 +140,22 @@ def _lstm_cell(ops: Operands, n_input: int, n_cell: int, n_output: int, *, cifg:
     return operands, [ln[g] for g in gates]
 
 
+def _intermediates(count: int, hidden_scale: float) -> list[tuple[type, Any]]:
+    """The integer LSTM's intermediate tensors (type, quantization). 8x8->16 (5): the four gate
+    matmul results (int16, read only with layer norm) and the hidden state (int8). 8x8->8 (12): per
+    gate (input, forget, cell, output) the gate's sum (int16) and its input and recurrent matmul
+    results (int8, zero points off 0 so that they are exercised)."""
+    if count == 5:
+        return [(np.int16, quantization(2.0 ** -11))] * 4 + [(np.int8, quantization(hidden_scale, 1))]
+    if count != 12:
+        return [(np.int16, quantization(2.0 ** -11))] * count
+    per_gate = []
+    for k in range(4):
+        per_gate += [(np.int16, quantization(2.0 ** -11 * (1 + k / 4))),
+                     (np.int8, quantization(0.1 + 0.01 * k, k - 2)), (np.int8, quantization(0.09 - 0.01 * k, 3 - k))]
+    return per_gate
+
+
 LSTM_FLAGS = ("cifg", "peephole", "projection", "proj_bias", "layer_norm")
 
 
@@ -157,13 +179,14 @@ def lstm_model(op: str, kind: str, batch: int, time: int, n_input: int, n_cell: 
         x_shape = (time, batch, n_input) if time_major else (batch, time, n_input)
         out_shape = (*x_shape[:2], n_output)
     x = g.add_input("x", x_shape, dtype, quantization=x_q)
+    cell_scale = CELL_SCALE if intermediates == 5 else 2.0 ** -15  # the 8x8->8 kernel's cell is Q0.15
     weights, ln = _lstm_cell(ops, n_input, n_cell, n_output, cifg=cifg, peephole=peephole, projection=projection,
                              proj_bias=proj_bias, layer_norm=layer_norm, in_scale=in_scale,
-                             state_scale=state_scale, hidden_scale=hidden_scale)
+                             state_scale=state_scale, hidden_scale=hidden_scale if intermediates == 5 else 2.0 ** -15)
     if kind == "int8":
         state_q = quantization(state_scale if projection else hidden_scale, -2 if projection else 1)
         h = g.add_tensor("h", (batch, n_output), np.int8, quantization=state_q, is_variable=True)
-        c = g.add_tensor("c", (batch, n_cell), np.int16, quantization=quantization(CELL_SCALE), is_variable=True)
+        c = g.add_tensor("c", (batch, n_cell), np.int16, quantization=quantization(cell_scale), is_variable=True)
     else:
         state_q = None
         h = g.add_tensor("h", (batch, n_output), np.float32, is_variable=True)
@@ -177,10 +200,8 @@ def lstm_model(op: str, kind: str, batch: int, time: int, n_input: int, n_cell: 
         opts = O.UnidirectionalSequenceLSTMOptions(fused_activation_function=act, cell_clip=cell_clip,
                                                    proj_clip=proj_clip, time_major=time_major,
                                                    asymmetric_quantize_inputs=asymmetric)
-    # the integer kernel reads its gates' and hidden state's quantization from intermediates
-    inter = [g.add_tensor(f"inter{k}", (), np.int16 if k < 4 else np.int8,
-                          quantization=quantization(2.0 ** -11 if k < 4 else hidden_scale, 0 if k < 4 else 1))
-             for k in range(intermediates)] if kind == "int8" else []
+    inter = [g.add_tensor(f"inter{k}", (), dt, quantization=q) for k, (dt, q) in
+             enumerate(_intermediates(intermediates, hidden_scale))] if kind == "int8" else []
     g.add_op(op, inputs, [y], opts, intermediates=inter)
     g.mark_outputs(y)
     return mb.build()
@@ -245,13 +266,105 @@ def test_lstm(backend: str, variant: tuple[bool, ...], kind: str) -> None:
     check_invokes(model, backend, seed=7, refuses=lstm_refusals(kind))
 
 
-def test_lstm_8x8_8_unsupported() -> None:
-    """The 12-intermediate 8x8->8 integer LSTM is refused with the node named, not miscomputed."""
-    model = lstm_model("LSTM", "int8", 1, 1, 4, 4, 4, intermediates=12)
+#: The 8x8->8 integer LSTM (LSTM op, 12 intermediates): LiteRT's kernel needs layer norm and a
+#: projection with bias; it computes CIFG whatever the input-gate operands and ignores peephole
+#: weights and the fused activation, so those variants must match it too. (batch, n_input,
+#: n_cell, n_output); flags (cifg, peephole); (cell_clip, proj_clip): cell clips of 1 and more
+#: are not applied by LiteRT; the activation.
+LSTM8_CASES = [
+    ((1, 4, 4, 3), (True, False), (0.0, 0.0), ir.Activation.TANH),
+    ((2, 5, 6, 4), (False, False), (0.0, 0.0), ir.Activation.TANH),
+    ((3, 8, 5, 7), (True, True), (0.5, 0.0), ir.Activation.TANH),
+    ((2, 16, 32, 12), (False, True), (0.0, 0.2), ir.Activation.NONE),
+    ((4, 9, 20, 20), (True, False), (0.3, 0.05), ir.Activation.RELU),
+    ((3, 24, 128, 40), (True, False), (1.5, 0.0), ir.Activation.TANH),
+    ((1, 3, 1, 2), (True, False), (0.0, 0.0), ir.Activation.TANH),
+]
+
+
+@pytest.mark.parametrize("case", LSTM8_CASES, ids=lambda c: "x".join(map(str, c[0])) + "-" + _variant_id(
+    (*c[1], True, True, True)) + f"-clip{c[2][0]}-{c[2][1]}-{c[3].name}")
+def test_lstm_8x8_8(backend: str, case: tuple) -> None:
+    """The 12-intermediate 8x8->8 integer LSTM over three invokes, outputs and both states bit-exact."""
+    (batch, n_input, n_cell, n_output), (cifg, peephole), (cell_clip, proj_clip), act = case
+    seed = LSTM8_CASES.index(case)
+    model = lstm_model("LSTM", "int8", batch, 1, n_input, n_cell, n_output, cifg=cifg, peephole=peephole,
+                       projection=True, proj_bias=True, layer_norm=True, cell_clip=cell_clip, proj_clip=proj_clip,
+                       act=act, intermediates=12, seed=40 + seed)
+    check_invokes(model, backend, seed=seed, states=("h", "c"), refuses="8x8->8")
+
+
+def _with_zeroed(model: bytes, operand: int) -> bytes:
+    """The model with its first op's operand ``operand`` (a constant) set to zeros."""
+    m = read_model(model)
+    t = m.main.tensors[m.main.operations[0].inputs[operand]]
+    t.data = np.zeros_like(t.data)
+    return write_model(m)
+
+
+def _litert_outputs(model: bytes, invokes: int, seed: int) -> list[np.ndarray]:
+    it = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    rng = np.random.default_rng(seed)
+    outs = []
+    for _ in range(invokes):
+        d = it.get_input_details()[0]
+        it.set_tensor(d["index"], random_input(d, rng))
+        it.invoke()
+        outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    return outs
+
+
+def test_lstm_8x8_8_output_gate_has_no_recurrent_term() -> None:
+    """The quirk our 8x8->8 kernel reproduces: LiteRT's outputs do not depend on the recurrent-to-
+    output weights (operand 8) at all, while they do on the recurrent-to-forget ones (operand 6)."""
+    model = lstm_model("LSTM", "int8", 4, 1, 9, 20, 20, cifg=True, projection=True, proj_bias=True,
+                       layer_norm=True, intermediates=12, seed=3)
+    reference = _litert_outputs(model, 4, 3)
+    for operand, same in ((8, True), (6, False)):
+        outs = _litert_outputs(_with_zeroed(model, operand), 4, 3)
+        assert all(np.array_equal(a, b) for a, b in zip(outs, reference)) is same, operand
+
+
+#: (what the model lacks or has, lstm_model arguments, our message): variants LiteRT cannot run
+#: with 12 intermediates. The first three crash it (it dereferences the absent tensors), the last
+#: fails its Prepare.
+LSTM8_REFUSED = [
+    ("layer norm", {"layer_norm": False}, r"needs layer norm"),
+    ("projection", {"projection": False, "proj_bias": False, "n_output": 6}, r"needs projection weights, projection bias"),
+    ("projection bias", {"proj_bias": False}, r"needs projection bias"),
+    ("sequence op", {"op": "UNIDIRECTIONAL_SEQUENCE_LSTM"}, r"only for the LSTM op"),
+]
+
+
+@pytest.mark.parametrize("case", LSTM8_REFUSED, ids=lambda c: c[0])
+def test_lstm_8x8_8_refused(case: tuple) -> None:
+    """What LiteRT does not compute with 12 intermediates is refused with the node named."""
+    _, changes, message = case
+    kw: dict[str, Any] = {"op": "LSTM", "kind": "int8", "batch": 2, "time": 2, "n_input": 5, "n_cell": 6,
+                          "n_output": 4, "cifg": True, "projection": True, "proj_bias": True, "layer_norm": True,
+                          "intermediates": 12}
+    kw.update(changes)
+    model = lstm_model(**kw)
+    if kw["op"] != "LSTM":  # LiteRT's sequence LSTM refuses 12 intermediates in Prepare
+        with pytest.raises(RuntimeError, match="num_intermediate_tensors == 5"):
+            LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+                              ).allocate_tensors()
     it = teflon_py.Interpreter(model_content=model)
     it.allocate_tensors()
-    with pytest.raises(UnsupportedError, match=r"node 0 \(LSTM\): .*8x8->8"):
+    with pytest.raises(UnsupportedError, match=rf"node 0 \({kw['op']}\): .*{message}"):
         it.invoke()
+
+
+@pytest.mark.parametrize("cell_log2", [-13, -9])
+def test_lstm_8x8_8_other_cell_scale(backend: str, cell_log2: int) -> None:
+    """A cell state scale other than 2^-15: LiteRT's Prepare fails its check after setting all but
+    the clips and goes on, so the kernel runs as for Q0.15 with neither clip applied."""
+    m = read_model(lstm_model("LSTM", "int8", 3, 1, 8, 16, 6, cifg=True, projection=True, proj_bias=True,
+                              layer_norm=True, cell_clip=0.3, proj_clip=0.05, intermediates=12, seed=5))
+    c = next(t for t in m.main.tensors if t.name == "c")
+    c.quantization = quantization(2.0 ** cell_log2)
+    check_invokes(write_model(m), backend, seed=1, states=("h", "c"), refuses="8x8->8")
 
 
 @pytest.mark.parametrize("kind", ["float", "hybrid", "int8"])
@@ -498,3 +611,22 @@ def test_hybrid_over_invokes(backend: str, case: tuple) -> None:
     decide the next step's input quantization, so an error would compound; it must stay within the
     bound argued above (integer outputs, had the case any, stay bit-exact: ``assert_close``)."""
     check_invokes(case[1](), backend, invokes=4, seed=1, float_tol=HYBRID_TOL, elem_tol=HYBRID_ELEM_TOL)
+
+
+# -- a converter-made model -------------------------------------------------------------------------
+
+CONVERTED_LSTM = Path(__file__).parents[1] / "fixtures" / "tflite" / "lstm_int8.tflite"
+
+
+def test_converted_int8_lstm(backend: str) -> None:
+    """A Keras LSTM the TFLite converter quantized to full integer (``make_lstm_int8.py``): the
+    8x8->16 UNIDIRECTIONAL_SEQUENCE_LSTM with the converter's unquantized gate intermediates (LiteRT
+    reads them only with layer norm), bit-exact with LiteRT over three invokes, states included."""
+    model = CONVERTED_LSTM.read_bytes()
+    g = read_model(model).main
+    (op,) = g.operations
+    assert op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM" and len(op.intermediates) == 5
+    assert [g.tensors[i].quantization is None for i in op.intermediates] == [True] * 4 + [False]
+    h, c = (g.tensors[op.inputs[k]].name for k in (18, 19))
+    for seed in range(3):
+        check_invokes(model, backend, seed=seed, states=(h, c), refuses=())

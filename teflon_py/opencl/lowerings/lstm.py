@@ -89,6 +89,8 @@ def read(node: Node) -> tuple[Any, Geometry]:
     cell = fallback_lstm.read_cell(node, _constants(node), slots)
     if cell.kind == "hybrid":
         raise node.error("hybrid (int8 weights, float32 activations) LSTM not supported on OpenCL")
+    if cell.kind == "integer8":
+        raise node.error("the 12-intermediate 8x8->8 integer LSTM is not supported on OpenCL")
     if cell.diagonal:
         raise node.error("diagonal (1-D) recurrent weights not supported on OpenCL")
     time_major = op.name == "LSTM" or attrs.time_major
