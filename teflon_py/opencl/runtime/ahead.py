@@ -55,8 +55,8 @@ class Ahead:
         self.answered = {key: threading.Event() for key in by_key}
         for key, event in self.answered.items():
             probe.in_flight[key] = event
-        self.warmed = 0
-        workers = min(PARALLEL, len(self.probes) + len(self.warms), os.cpu_count() or 1)
+        # as many children as can work at once: a lone program's single kernel waits for its probe
+        workers = min(PARALLEL, max(len(self.probes), len(self.warms)), os.cpu_count() or 1)
         self.running = workers
         self.threads = [threading.Thread(target=self._work, args=(slot,), daemon=True) for slot in range(workers)]
         for t in self.threads:  # each thread starts its child, so the children start together
@@ -98,7 +98,6 @@ class Ahead:
                     ran = child.warm(key, source, options, [launch], probe.fault(label), self.limit)
                     with self.cond:
                         probe.STATS["warmed" if ran else "warm_failed"] += 1
-                        self.warmed += ran
         finally:
             with self.cond:
                 self.running -= 1
