@@ -28,34 +28,40 @@
     const int w0 = ow * SW - PL;                                                                   \
     const int ws = w0 > -EPL ? w0 : -EPL, we = w0 + FW < IW + EPR ? w0 + FW : IW + EPR;
 
+// One pixel's C (8 or 4) channels as one VT vector (inside POOL_PIXELS: img, o, hs..we, count).
+#define AVG_PIXEL(VT, LOAD, STORE)                                                                 \
+  {                                                                                                \
+    VT acc = 0.0f;                                                                                 \
+    for (int h = hs; h < he; h++) {                                                                \
+      if ((uint)h >= (uint)IH) continue;                                                           \
+      for (int w = ws; w < we; w++) {                                                              \
+        if ((uint)w < (uint)IW) acc += LOAD(0, img + (h * IW + w) * C);                            \
+      }                                                                                            \
+    }                                                                                              \
+    VT v = acc / count;                                                                            \
+    v = v < (VT)(lo) ? (VT)(lo) : v;                                                               \
+    STORE(v > (VT)(hi) ? (VT)(hi) : v, 0, o);                                                      \
+  }
+#define MAX_PIXEL(VT, LOAD, STORE)                                                                 \
+  {                                                                                                \
+    VT acc = -3.402823466e+38f;                                                                    \
+    for (int h = hs; h < he; h++) {                                                                \
+      for (int w = ws; w < we; w++) {                                                              \
+        const VT x = ((uint)h < (uint)IH && (uint)w < (uint)IW) ? LOAD(0, img + (h * IW + w) * C)  \
+                                                                : (VT)(0.0f);                      \
+        acc = x > acc ? x : acc;                                                                   \
+      }                                                                                            \
+    }                                                                                              \
+    acc = acc < (VT)(lo) ? (VT)(lo) : acc;                                                         \
+    STORE(acc > (VT)(hi) ? (VT)(hi) : acc, 0, o);                                                  \
+  }
+
 __kernel void avg_pool(POOL_ARGS) {
   POOL_PIXELS
   const float count = (float)((he - hs) * (we - ws));
   __global float* o = out + (row * OW + ow) * C + c0;
   if (C == 8 || C == 4) {  // narrow tensors (MediaPipe's 4- and 8-channel layers): a pixel a vector
-    if (C == 8) {
-      float8 acc = 0.0f;
-      for (int h = hs; h < he; h++) {
-        if ((uint)h >= (uint)IH) continue;
-        for (int w = ws; w < we; w++) {
-          if ((uint)w < (uint)IW) acc += vload8(0, img + (h * IW + w) * C);
-        }
-      }
-      float8 v = acc / count;
-      v = v < (float8)(lo) ? (float8)(lo) : v;
-      vstore8(v > (float8)(hi) ? (float8)(hi) : v, 0, o);
-    } else {
-      float4 acc = 0.0f;
-      for (int h = hs; h < he; h++) {
-        if ((uint)h >= (uint)IH) continue;
-        for (int w = ws; w < we; w++) {
-          if ((uint)w < (uint)IW) acc += vload4(0, img + (h * IW + w) * C);
-        }
-      }
-      float4 v = acc / count;
-      v = v < (float4)(lo) ? (float4)(lo) : v;
-      vstore4(v > (float4)(hi) ? (float4)(hi) : v, 0, o);
-    }
+    if (C == 8) AVG_PIXEL(float8, vload8, vstore8) else AVG_PIXEL(float4, vload4, vstore4)
     continue;
   }
   if (nc < 16) {  // the last channels, one at a time (a vector's lanes one by one cost ~10x more)
@@ -91,29 +97,7 @@ __kernel void max_pool(POOL_ARGS) {
   POOL_PIXELS
   __global float* o = out + (row * OW + ow) * C + c0;
   if (C == 8 || C == 4) {  // narrow tensors: a pixel a vector
-    if (C == 8) {
-      float8 acc = -3.402823466e+38f;
-      for (int h = hs; h < he; h++) {
-        for (int w = ws; w < we; w++) {
-          const float8 x = ((uint)h < (uint)IH && (uint)w < (uint)IW) ? vload8(0, img + (h * IW + w) * C)
-                                                                      : (float8)(0.0f);
-          acc = x > acc ? x : acc;
-        }
-      }
-      acc = acc < (float8)(lo) ? (float8)(lo) : acc;
-      vstore8(acc > (float8)(hi) ? (float8)(hi) : acc, 0, o);
-    } else {
-      float4 acc = -3.402823466e+38f;
-      for (int h = hs; h < he; h++) {
-        for (int w = ws; w < we; w++) {
-          const float4 x = ((uint)h < (uint)IH && (uint)w < (uint)IW) ? vload4(0, img + (h * IW + w) * C)
-                                                                      : (float4)(0.0f);
-          acc = x > acc ? x : acc;
-        }
-      }
-      acc = acc < (float4)(lo) ? (float4)(lo) : acc;
-      vstore4(acc > (float4)(hi) ? (float4)(hi) : acc, 0, o);
-    }
+    if (C == 8) MAX_PIXEL(float8, vload8, vstore8) else MAX_PIXEL(float4, vload4, vstore4)
     continue;
   }
   if (nc < 16) {  // the last channels, one at a time

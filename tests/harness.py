@@ -208,3 +208,38 @@ def single_op(opcode: str, inputs: Sequence[dict], outputs: Sequence[dict], opti
     g.add_op(opcode, ins, outs, options, **op_kw)
     g.mark_outputs(*outs)
     return mb.build()
+
+
+def int32_kernel_runner(files: tuple[str, ...], defines: dict[str, object]) -> Any:
+    """For tests of integer helper functions in ``cl_kernels``: the program of ``files`` under
+    ``defines`` (which switch on the file's test kernels) on the default device, as
+    ``run(kernel, *int32 inputs, outputs=1, per_item=1)`` -> int32 output arrays (one work-item
+    per ``per_item`` values). Skips the test without an OpenCL device."""
+    import pyopencl as cl
+
+    from teflon_py.errors import BackendError
+    from teflon_py.opencl.runtime import device, programs
+
+    try:
+        dc = device.get_context()
+    except BackendError as e:
+        pytest.skip(f"no OpenCL device: {e}")
+    program = programs.program_cache(dc).build(files, defines)
+
+    def run(name: str, *inputs: np.ndarray, outputs: int = 1, per_item: int = 1) -> list[np.ndarray]:
+        mf = cl.mem_flags
+        arrays = [np.ascontiguousarray(x, np.int32) for x in inputs]
+        n = arrays[0].size
+        bufs = [cl.Buffer(dc.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+        outs = [np.empty(n, np.int32) for _ in range(outputs)]
+        obufs = [cl.Buffer(dc.context, mf.WRITE_ONLY, o.nbytes) for o in outs]
+        kernel = cl.Kernel(program, name)
+        kernel.set_args(*bufs, *obufs)
+        queue = dc.queue()
+        cl.enqueue_nd_range_kernel(queue, kernel, (n // per_item,), None)
+        for o, b in zip(outs, obufs):
+            cl.enqueue_copy(queue, o, b)
+        queue.finish()
+        return outs
+
+    return run

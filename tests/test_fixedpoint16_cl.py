@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from teflon_py import quant
-from teflon_py.errors import BackendError
+from tests.harness import int32_kernel_runner
 
 pytest.importorskip("pyopencl")
 ALL_INT16 = np.arange(-32768, 32768, dtype=np.int64)
@@ -15,34 +15,8 @@ ALL_INT16 = np.arange(-32768, 32768, dtype=np.int64)
 
 @pytest.fixture(scope="module")
 def cl_run():
-    """run(kernel, *int32 inputs, outputs=1) -> int32 output arrays, on the default device."""
-    import pyopencl as cl
-
-    from teflon_py.opencl.runtime import device, programs
-
-    try:
-        dc = device.get_context()
-    except BackendError as e:
-        pytest.skip(f"no OpenCL device: {e}")
-    program = programs.program_cache(dc).build(("quant.cl", "fixedpoint16.cl"), {"FIXEDPOINT16_CL_TEST": True})
-
-    def run(name: str, *inputs: np.ndarray, outputs: int = 1) -> list[np.ndarray]:
-        mf = cl.mem_flags
-        arrays = [np.ascontiguousarray(x, np.int32) for x in inputs]
-        n = arrays[0].size
-        bufs = [cl.Buffer(dc.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
-        outs = [np.empty(n, np.int32) for _ in range(outputs)]
-        obufs = [cl.Buffer(dc.context, mf.WRITE_ONLY, o.nbytes) for o in outs]
-        kernel = cl.Kernel(program, name)
-        kernel.set_args(*bufs, *obufs)
-        queue = dc.queue()
-        cl.enqueue_nd_range_kernel(queue, kernel, (n,), None)
-        for o, b in zip(outs, obufs):
-            cl.enqueue_copy(queue, o, b)
-        queue.finish()
-        return outs
-
-    return run
+    """run(kernel, *int32 inputs, outputs=1, per_item=1) -> int32 output arrays, on the default device."""
+    return int32_kernel_runner(("quant.cl", "fixedpoint16.cl"), {"FIXEDPOINT16_CL_TEST": True})
 
 
 @pytest.mark.parametrize("bits", [0, 3, 4, 6])
