@@ -256,12 +256,14 @@ def test_depthwise_folds_into_the_1x1_conv(family: str, c: int, oc: int, k: int,
         assert launch.info["kernel"].startswith("dwpw_")
 
 
-@pytest.mark.parametrize("c, case", [(24, "shared"), (24, "twice"), (24, "pw3x3"), (8, "")])
-def test_depthwise_that_is_not_a_private_1x1_input_does_not_fold(family: str, c: int, case: str) -> None:
+@pytest.mark.parametrize("c, case, size", [(24, "shared", (9, 7)), (24, "twice", (9, 7)), (24, "pw3x3", (9, 7)),
+                                           (8, "", (9, 7)), (16, "", (97, 96))])
+def test_depthwise_that_is_not_a_private_1x1_input_does_not_fold(family: str, c: int, case: str,
+                                                                  size: tuple[int, int]) -> None:
     """The depthwise stays its own launch when its output is a graph output, has a second
-    reader, or feeds a conv that is not 1x1, or has fewer than 16 channels (depthwise.cl's
-    flat-vector kernel is faster there)."""
-    it = check_model(dw_block(c, 16, 3, 1, True, True, case=case), "opencl")
+    reader, or feeds a conv that is not 1x1; and where the fused kernel does not pay: fewer
+    than 16 channels, or a map larger than 96x96 (``dwpw_specs.fold_reason``)."""
+    it = check_model(dw_block(c, 16, 3, 1, True, True, case=case, size=size), "opencl")
     dw = next(op.index for op in it.graph.operations if op.name == "DEPTHWISE_CONV_2D")
     assert dw not in compiled_partition(it).stats["folded"]
 

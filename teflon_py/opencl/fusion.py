@@ -245,7 +245,7 @@ def plan_depthwise_pointwise(graph: ir.Graph, nodes: Sequence[int], outputs: Seq
         wh, ww = ops_conv.windows(conv.attrs, h, w, 1, 1)
         if tuple(conv.attrs.strides) != (1, 1) or (wh.out, ww.out, wh.before, ww.before) != (h, w, 0, 0):
             continue
-        if fold_reason(c, pw_w.shape[0], tuple(dw_w.shape[1:3]), tuple(dw.attrs.dilations)) is not None:
+        if fold_reason(tuple(x.shape[1:3]), c, tuple(dw_w.shape[1:3]), tuple(dw.attrs.dilations)) is not None:
             continue
         plan.skip.add(p)
         plan.depthwise[i] = p

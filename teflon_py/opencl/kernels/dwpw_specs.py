@@ -26,20 +26,32 @@ from teflon_py.opencl.runtime.programs import template
 
 #: The most depthwise channels a work-item keeps in private memory (``CMAX``: PW x 256 floats).
 MAX_CHANNELS = 256
-#: The fewest: whole 16-channel vectors (narrower layers run depthwise.cl's flat-vector kernel,
-#: which measured several times faster than this one's lane-by-lane reads would be).
+#: The fewest: whole 16-channel vectors (narrower layers keep depthwise.cl's flat-vector kernel:
+#: reading 8 channels lane by lane here ran hand_recrop's 64x64x8 block 7x longer than two launches).
 MIN_CHANNELS = 16
+#: The largest input map (H x W) folded: on MobileNetV2's 112x112 layers the fused kernel ran
+#: 15-30% longer than the two launches, on 96x96 and smaller maps as fast or faster
+MAX_INPUT_PIXELS = 96 * 96
 #: The widest filter side (the kernel keeps each pixel's inside rows and columns as bit masks).
 MAX_FILTER = 16
 #: Work-items a launch aims for at least; pixel blocks beyond that go ``pbn`` to an item.
 DWPW_ITEMS = 32
-#: Work-items below which panels are split between items too (each group recomputes the depthwise).
-DWPW_MIN_ITEMS = 8
+#: Work-items below which panels are split between items too (each group recomputes the depthwise):
+#: 2, one per core; on iris_landmark's 2x2 and 4x4 maps 8 measured 1-3% slower a whole invoke
+DWPW_MIN_ITEMS = 2
 
 
-def fold_reason(channels: int, out_channels: int, filt_hw: tuple[int, int], dilation: tuple[int, int]) -> str | None:
-    """Why a depthwise of ``channels`` (filter ``filt_hw``) cannot fold into the 1x1 conv after
-    it (``out_channels`` wide), or None when it can."""
+def fold_reason(input_hw: tuple[int, int], channels: int, filt_hw: tuple[int, int],
+                dilation: tuple[int, int]) -> str | None:
+    """Why a depthwise over an ``input_hw`` map of ``channels`` (filter ``filt_hw``) cannot fold
+    into the 1x1 conv after it, or None when it can: what the kernel takes, and where it pays."""
+    if input_hw[0] * input_hw[1] > MAX_INPUT_PIXELS:
+        return f"a {input_hw[0]}x{input_hw[1]} map is larger than the fused kernel pays for"
+    return kernel_reason(channels, filt_hw, dilation)
+
+
+def kernel_reason(channels: int, filt_hw: tuple[int, int], dilation: tuple[int, int]) -> str | None:
+    """Why ``dwpw.cl`` cannot compute a depthwise of ``channels`` with filter ``filt_hw``, or None."""
     if not MIN_CHANNELS <= channels <= MAX_CHANNELS:
         return f"{channels} channels are outside the fused kernel's {MIN_CHANNELS}..{MAX_CHANNELS}"
     if max(filt_hw) > MAX_FILTER:
@@ -69,7 +81,7 @@ def dwpw_spec(input_shape: tuple[int, int, int, int], dw_filter: np.ndarray, dw_
     if dc != c or tuple(pw_filter.shape[1:]) != (1, 1, c):
         raise ValueError(f"depthwise filter {list(dw_filter.shape)} and 1x1 filter {list(pw_filter.shape)} "
                          f"do not fit {c} input channels")
-    reason = fold_reason(c, oc, (kh, kw), (1, 1))
+    reason = kernel_reason(c, (kh, kw), (1, 1))
     if reason:
         raise ValueError(reason)
     wh, ww = padded_windows(ih, iw, kh, kw, stride, (1, 1), padding, pads)
