@@ -28,6 +28,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import Clamp, Pads
+from teflon_py.ops.common import Padding
 from teflon_py.ops.unary import clamp_of
 
 #: Standalone activations that fold into their producer (their clamp: ``ops.unary.clamp_of``).
@@ -58,7 +59,7 @@ class FoldedDepthwise:
     weights: np.ndarray  # [1][KH][KW][C]
     bias: np.ndarray | None
     strides: tuple[int, int]
-    padding: object  # the op layer's Padding
+    padding: Padding
     pads: Pads
     clamp: Clamp
 
