@@ -183,6 +183,91 @@ def test_a_prelu_whose_input_is_read_elsewhere_does_not_fold(family: str) -> Non
     assert prelu not in compiled_partition(it).stats["folded"]
 
 
+def dw_block(c: int, oc: int, k: int, stride: int, add: bool, prelu: bool, *, batch: int = 1, case: str = "",
+             size: tuple[int, int] = (9, 7)) -> bytes:
+    """x -> DEPTHWISE_CONV_2D kxk (SAME, ``stride``) -> CONV_2D 1x1 to ``oc`` [-> ADD -> PRELU], as
+    MediaPipe's blocks; the ADD's other operand is x when the shapes allow, else a second input.
+    ``case``: "relu6" (the depthwise clamps), "pad" (a PAD then a VALID depthwise), "shared" (the
+    depthwise output is also a graph output), "twice" (a second 1x1 conv reads it too), "pw3x3"
+    (the conv after it is 3x3)."""
+    rng = np.random.default_rng(7)
+    mb = ModelBuilder()
+    g = mb.main
+    h, w = size
+    x = g.add_input("x", (batch, h, w, c), F32)
+    dw_in, padding = x, ir.Padding.SAME
+    if case == "pad":
+        pads = g.add_constant("pads", np.array([[0, 0], [k // 2, k // 2], [k // 2, k // 2], [0, 0]], np.int32))
+        dw_in = g.add_tensor("padded", (batch, h + k - 1, w + k - 1, c), F32)
+        g.add_op("PAD", [x, pads], [dw_in])
+        padding = ir.Padding.VALID
+    oh, ow = -(-h // stride), -(-w // stride)
+    dw_w = g.add_constant("dw/w", rng.standard_normal((1, k, k, c)).astype(F32))
+    dw_b = g.add_constant("dw/b", rng.standard_normal(c).astype(F32))
+    d = g.add_tensor("dw", (batch, oh, ow, c), F32)
+    act = ir.Activation.RELU6 if case == "relu6" else ir.Activation.NONE
+    g.add_op("DEPTHWISE_CONV_2D", [dw_in, dw_w, dw_b], [d], O.DepthwiseConv2DOptions(
+        padding=padding, stride_w=stride, stride_h=stride, depth_multiplier=1, fused_activation_function=act))
+
+    def conv(inp: int, kk: int, name: str) -> int:
+        wt = g.add_constant(f"{name}/w", (rng.standard_normal((oc, kk, kk, c)) / np.sqrt(kk * kk * c)).astype(F32))
+        b = g.add_constant(f"{name}/b", rng.standard_normal(oc).astype(F32))
+        y = g.add_tensor(name, (batch, oh, ow, oc), F32)
+        g.add_op("CONV_2D", [inp, wt, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+        return y
+
+    y = conv(d, 3 if case == "pw3x3" else 1, "pw")
+    outputs = []
+    if add:
+        other = x if (stride, oc) == (1, c) else g.add_input("skip", (batch, oh, ow, oc), F32)
+        s = g.add_tensor("sum", (batch, oh, ow, oc), F32)
+        g.add_op("ADD", [y, other], [s], O.AddOptions())
+        y = s
+    if prelu:
+        a = g.add_constant("alpha", rng.uniform(-0.5, 0.5, (1, 1, oc)).astype(F32))
+        out = g.add_tensor("out", (batch, oh, ow, oc), F32)
+        g.add_op("PRELU", [y, a], [out])
+        y = out
+    outputs.append(y)
+    if case == "shared":
+        outputs.append(d)
+    if case == "twice":
+        outputs.append(conv(d, 1, "pw2"))
+    g.mark_outputs(*outputs)
+    return mb.build()
+
+
+@pytest.mark.parametrize("c, oc, k, stride, add, prelu, batch, case", [
+    (16, 8, 3, 1, True, True, 1, ""), (24, 48, 5, 2, True, True, 1, ""), (40, 16, 3, 2, False, False, 2, ""),
+    (24, 24, 3, 1, True, True, 1, "relu6"), (40, 48, 5, 1, False, True, 1, ""), (16, 16, 5, 2, True, False, 1, ""),
+    (24, 8, 3, 1, False, True, 1, "pad"), (40, 40, 3, 1, True, True, 1, "")])
+def test_depthwise_folds_into_the_1x1_conv(family: str, c: int, oc: int, k: int, stride: int, add: bool,
+                                           prelu: bool, batch: int, case: str) -> None:
+    """On the cpu family a depthwise conv whose only reader is a 1x1 conv runs inside that conv's
+    launch (``dwpw.cl``), with the conv's folded ADD and PRELU: one launch for the whole block;
+    the gpu family keeps two. LiteRT's numbers either way."""
+    it = check_model(dw_block(c, oc, k, stride, add, prelu, batch=batch, case=case), "opencl")
+    ops = it.graph.operations
+    dw = next(op.index for op in ops if op.name == "DEPTHWISE_CONV_2D")
+    stats = compiled_partition(it).stats
+    assert (dw in stats["folded"]) == (family == "cpu")
+    if family == "cpu":
+        (launch,) = compiled_partition(it).launch_list.launches
+        assert launch.info["kernel"].startswith("dwpw_")
+
+
+@pytest.mark.parametrize("c, case, size", [(24, "shared", (9, 7)), (24, "twice", (9, 7)), (24, "pw3x3", (9, 7)),
+                                           (8, "", (9, 7)), (16, "", (97, 96))])
+def test_depthwise_that_is_not_a_private_1x1_input_does_not_fold(family: str, c: int, case: str,
+                                                                  size: tuple[int, int]) -> None:
+    """The depthwise stays its own launch when its output is a graph output, has a second
+    reader, or feeds a conv that is not 1x1; and where the fused kernel does not pay: fewer
+    than 16 channels, or a map larger than 96x96 (``dwpw_specs.fold_reason``)."""
+    it = check_model(dw_block(c, 16, 3, 1, True, True, case=case, size=size), "opencl")
+    dw = next(op.index for op in it.graph.operations if op.name == "DEPTHWISE_CONV_2D")
+    assert dw not in compiled_partition(it).stats["folded"]
+
+
 _ALLOCATE = textwrap.dedent("""
     import json, time
     import numpy as np

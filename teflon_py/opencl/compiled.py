@@ -35,7 +35,15 @@ import numpy as np
 from teflon_py import ir
 from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
-from teflon_py.opencl.fusion import FusionPlan, intersect, live_flow, plan_fusion, plan_prelu
+from teflon_py.opencl.fusion import (
+    FoldedDepthwise,
+    FusionPlan,
+    intersect,
+    live_flow,
+    plan_depthwise_pointwise,
+    plan_fusion,
+    plan_prelu,
+)
 from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.specs import UNBOUNDED, Clamp, KernelSpec, Pads
@@ -201,6 +209,16 @@ class Builder:
         """The per-channel slopes of the PRELU folded into ``op``'s epilogue, applied last."""
         return self.plan.prelu.get(op.index)
 
+    def depthwise(self, op: ir.Operation) -> FoldedDepthwise | None:
+        """The depthwise conv folded into ``op`` (a 1x1 conv reading its output), if any."""
+        p = self.plan.depthwise.get(op.index)
+        if p is None:
+            return None
+        dw = self.graph.operations[p]
+        bias = dw.inputs[2] if len(dw.inputs) > 2 else ir.NO_TENSOR
+        return FoldedDepthwise(self.input(dw), self.constant(dw.inputs[1]), self.constant(bias),
+                               tuple(dw.attrs.strides), dw.attrs.padding, self.pads(dw), self.clamp(dw))
+
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         if self.params.gpu:  # the small kernels' CPU work splits become GPU-style grids
@@ -270,6 +288,9 @@ class OpEmitter:
 
     def prelu(self) -> np.ndarray | None:
         return self.b.prelu(self.op)
+
+    def depthwise(self) -> FoldedDepthwise | None:
+        return self.b.depthwise(self.op)
 
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         self.b.launch(spec, **bindings)
@@ -348,6 +369,8 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
         return lowering_for(graph, op)
 
     plan = plan_fusion(graph, partition.nodes, partition.outputs, lookup)
+    if not params.gpu:  # a depthwise into the 1x1 conv after it: dwpw.cl, a cpu-family kernel
+        plan_depthwise_pointwise(graph, partition.nodes, partition.outputs, plan, lookup)
     residuals = plan_residuals(graph, partition.nodes, partition.outputs, plan, lookup)
     if not params.gpu:  # the gpu family's kernels have no PRELU epilogue
         plan_prelu(graph, partition.nodes, partition.outputs, plan, lookup)
@@ -511,6 +534,8 @@ def _make_kernel(dc: DeviceContext, cache: ProgramCache, b: Builder, la: Planned
             "flops": spec.flops, "bytes": moved, "global_size": spec.global_size}
     if la.op in b.residuals:
         info["fused_add"] = b.residuals[la.op].add
+    if la.op in b.plan.depthwise:
+        info["fused_depthwise"] = b.plan.depthwise[la.op]
     return program, Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info)
 
 

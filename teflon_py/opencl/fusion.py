@@ -10,6 +10,9 @@
 - A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose
   output feeds only input 0 of an op that takes explicit padding (``Lowering.folds_pad``: conv,
   depthwise, pools) folds into that op's padding.
+- On the cpu kernel family, a float32 DEPTHWISE_CONV_2D (depth multiplier 1, dilation 1) whose
+  output only a 1x1 stride-1 float32 CONV_2D reads folds into that conv (``plan_depthwise_pointwise``):
+  one ``dwpw.cl`` launch computes both, and the depthwise output never reaches memory.
 
 A tensor is folded away only when nothing outside the partition reads it (partition outputs and
 graph outputs stay materialised).
@@ -25,6 +28,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import Clamp, Pads
+from teflon_py.ops.common import Padding
 from teflon_py.ops.unary import clamp_of
 
 #: Standalone activations that fold into their producer (their clamp: ``ops.unary.clamp_of``).
@@ -45,6 +49,21 @@ class FoldedPad:
     pads: Pads
 
 
+@dataclass(frozen=True)
+class FoldedDepthwise:
+    """A depthwise conv folded into the 1x1 conv reading its output, as that conv's emitter sees
+    it (``Builder.depthwise``): the depthwise's input (a folded PAD's input), constants, geometry
+    and clamp (its own activation and any folded into it)."""
+
+    input: int
+    weights: np.ndarray  # [1][KH][KW][C]
+    bias: np.ndarray | None
+    strides: tuple[int, int]
+    padding: Padding
+    pads: Pads
+    clamp: Clamp
+
+
 @dataclass
 class FusionPlan:
     """What fusion decided for one partition (op indices are graph operation indices)."""
@@ -54,6 +73,7 @@ class FusionPlan:
     clamp: dict[int, Clamp] = field(default_factory=dict)  # producer -> folded activations' clamp
     pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
     prelu: dict[int, np.ndarray] = field(default_factory=dict)  # producer -> its folded PRELU's slopes [C]
+    depthwise: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the depthwise folded into it
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -191,3 +211,42 @@ def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pl
         plan.prelu[p] = slopes
         plan.output[p] = op.outputs[0]
         writer[op.outputs[0]] = p
+
+
+def plan_depthwise_pointwise(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+                             lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each float32 DEPTHWISE_CONV_2D (depth multiplier 1, constant weights, any folded
+    activation or PAD) into the 1x1 stride-1 float32 CONV_2D that is the only reader of its
+    output (no PAD folded into the conv), where ``dwpw_specs.fold_reason`` allows. Run after
+    ``plan_fusion`` (a RELU folded into the depthwise is its clamp) and before the residual and
+    PRELU folds (which then land on the conv). Updates ``plan``."""
+    from teflon_py.opencl.kernels.dwpw_specs import fold_reason
+    from teflon_py.ops import conv as ops_conv
+
+    kept = set(outputs) | set(graph.outputs)
+    live, readers, writer = live_flow(graph, nodes, plan)
+    for i in live:
+        conv = graph.operations[i]
+        if conv.name != "CONV_2D" or getattr(lookup(conv), "kind", None) != "float32" or i in plan.pad:
+            continue
+        t = conv.inputs[0]
+        p = writer.get(t)
+        if p is None or t in kept or readers.get(t) != [i] or p in plan.prelu:
+            continue
+        dw = graph.operations[p]
+        if dw.name != "DEPTHWISE_CONV_2D" or getattr(lookup(dw), "kind", None) != "float32":
+            continue
+        x, dw_w, pw_w = (graph.tensors[dw.inputs[0]], graph.tensors[dw.inputs[1]], graph.tensors[conv.inputs[1]])
+        if dw_w.data is None or pw_w.data is None or len(x.shape) != 4 or len(pw_w.shape) != 4:
+            continue
+        c = x.shape[3]
+        if tuple(dw_w.shape) != (1, *dw_w.shape[1:3], c) or tuple(pw_w.shape[1:]) != (1, 1, c):
+            continue  # a depth multiplier, or a pointwise conv that is not 1x1 over c channels
+        h, w = graph.tensors[t].shape[1:3]
+        wh, ww = ops_conv.windows(conv.attrs, h, w, 1, 1)
+        if tuple(conv.attrs.strides) != (1, 1) or (wh.out, ww.out, wh.before, ww.before) != (h, w, 0, 0):
+            continue
+        if fold_reason(tuple(x.shape[1:3]), c, tuple(dw_w.shape[1:3]), tuple(dw.attrs.dilations)) is not None:
+            continue
+        plan.skip.add(p)
+        plan.depthwise[i] = p

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon_py import ir
-from teflon_py.opencl.kernels import depthwise_specs, gpu_small, gpu_specs
+from teflon_py.opencl.kernels import depthwise_specs, dwpw_specs, gpu_small, gpu_specs
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.channel_specs import channel_map_spec
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
@@ -111,16 +111,26 @@ def _bias(ctx: OpEmit) -> np.ndarray | None:
 def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1
     (the GPU family: both in ``gpu_gemm.cl``); an ADD that ``compiled.plan_residuals`` folded
-    into it is added in the epilogue."""
+    into it is added in the epilogue. A depthwise conv folded into a 1x1 conv
+    (``fusion.plan_depthwise_pointwise``, cpu family) runs with it as one ``dwpw.cl`` launch."""
     x = ctx.input()
     residual = ctx.residual()  # a following ADD folded in
-    kw = {"stride": attrs.strides, "dilation": attrs.dilations, "padding": attrs.padding,
-          "activation": ctx.clamp(), "pads": ctx.pads(), "residual": residual.clamp if residual is not None else None}
-    if ctx.params.gpu:
-        spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
+    res_clamp = residual.clamp if residual is not None else None
+    dw = ctx.depthwise()
+    if dw is not None:
+        x = dw.input
+        spec = dwpw_specs.dwpw_spec(ctx.shape(x), dw.weights, dw.bias, ctx.constant(ctx.operand(1)), _bias(ctx),
+                                    stride=dw.strides, padding=dw.padding, pads=dw.pads, dw_clamp=dw.clamp,
+                                    activation=ctx.clamp(), residual=res_clamp, alpha=ctx.prelu(),
+                                    tiles=ctx.params.tiles)
     else:
-        spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), tiles=ctx.params.tiles,
-                                   alpha=ctx.prelu(), **kw)
+        kw = {"stride": attrs.strides, "dilation": attrs.dilations, "padding": attrs.padding,
+              "activation": ctx.clamp(), "pads": ctx.pads(), "residual": res_clamp}
+        if ctx.params.gpu:
+            spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
+        else:
+            spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx),
+                                       tiles=ctx.params.tiles, alpha=ctx.prelu(), **kw)
     if residual is not None:
         ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
     else:
