@@ -206,22 +206,21 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                                   input_zero_point + flip_offset(dtype)), ocp),
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
+    extra: tuple[str, ...] = ()
     if residual is not None:
         if not w8 or requant.scale is not None or requant.scale32 is not None:
             raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
+        defines["RESID"] = True
         (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
-        rargs = kernels.scalars(resid=1, off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
+        rargs = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
                                 rshift_add=residual.shift, rzo=residual.zero_point,
                                 rlo=residual.lo, rhi=residual.hi)
-    else:  # the same program: the epilogue's ADD is off, its operand the zeros buffer
-        rargs = kernels.scalars(resid=0, off1=0, m1=0, s1=0, off2=0, m2=0, s2=0, rm=0, rshift_add=0, rzo=0,
-                                rlo=0, rhi=0)
-    args = {**rargs, **args}
+        extra = ("res",)
+        args = {**rargs, **args}
     return KernelSpec(
         files=("quant.cl", "qconv.cl"), name="qconv", defines=defines,
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
-        args=("input", "weights", "bias", *requant.args, "zpad", "output",
-              "res" if residual is not None else "zeros", *args),
+        args=("input", "weights", "bias", *requant.args, "zpad", "output", *extra, *args),
         constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
         variants=QCONV_VARIANTS,
     )

@@ -105,7 +105,7 @@ def residual_reason(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> s
 
 
 def residual_add(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> qkernels.ResidualAdd:
-    """``add``'s input rescales (the conv's operand first) and requantization (``qconv``'s resid epilogue)."""
+    """``add``'s input rescales (the conv's operand first) and requantization (``qconv``'s RESID)."""
     p = _add_params(graph, add)
     first, second = (p["off1"], p["m1"], -p["e1"]), (p["off2"], p["m2"], -p["e2"])
     if add.inputs[0] != conv.outputs[0]:
