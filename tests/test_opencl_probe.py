@@ -325,32 +325,3 @@ def test_warm_ups_off(dc, fresh, monkeypatch, tmp_path) -> None:
     before = dict(fresh.STATS)
     compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
     assert fresh.STATS["warmed"] == before.get("warmed", 0) and fresh.STATS["probed"] > before.get("probed", 0)
-
-
-def test_a_first_run_starts_the_children_when_the_delegate_is_made(dc, fresh, monkeypatch, tmp_path) -> None:
-    """An empty cache directory (a first run: every program will be new) starts both children,
-    each told to start its compiler at once; one probe record is enough to start none."""
-    import teflon_py
-    from teflon_py.opencl.runtime import ahead
-
-    calls = []
-    monkeypatch.setattr(fresh, "child", lambda dev, limit, slot=0, init=False: calls.append((slot, init)))
-    teflon_py.load_delegate("opencl", {"cache_dir": str(tmp_path)})
-    for t in ahead.prestart(dc.device, tmp_path):  # the delegate's threads are not ours to join: ask again
-        t.join()
-    assert sorted(set(calls)) == [(slot, True) for slot in range(min(ahead.PARALLEL, os.cpu_count() or 1))]
-    calls.clear()
-    (tmp_path / "0123.ok").write_text("{}")
-    teflon_py.load_delegate("opencl", {"cache_dir": str(tmp_path)})
-    assert ahead.prestart(dc.device, tmp_path) == [] and calls == []
-    monkeypatch.setenv(fresh.ENV, "0")
-    assert ahead.prestart(dc.device, tmp_path / "empty") == []
-
-
-def test_a_child_started_with_init_probes_as_any(dc, fresh, tmp_path) -> None:
-    worker = fresh._Child(dc.device, fresh.timeout(), init=True)
-    try:
-        record = worker.probe("k", _unique(), "", "twice.cl", None, fresh.timeout())
-        assert record["outcome"] == "ok"
-    finally:
-        worker.close()

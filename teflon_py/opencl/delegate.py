@@ -13,13 +13,11 @@ Options (values may be strings, as LiteRT's ``load_delegate`` passes them):
   ``TEFLON_CL_FAMILY``, else chosen from the device (GPU-style for GPUs and llvmpipe).
 
 ``check`` is pure (the lowering registry's verdict from shapes, types and constants); the
-device is chosen when the delegate is made (on a first run, with an empty program cache, the
-build probe's children start then: ``ahead.prestart``), its context at the first ``compile``.
+device and its context are created at the first ``compile``.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from teflon_py import ir
@@ -65,20 +63,6 @@ class OpenCLDelegate(Delegate):
         self._dc: Any = None
         self._cache: Any = None
         self._caps: Caps | None = None
-        self._prestart()
-
-    def _prestart(self) -> None:
-        """On a first run (an empty program cache) start the build probe's children now
-        (``ahead.prestart``), while the model is read and partitioned; nothing when the device
-        cannot be chosen (``check`` and ``compile`` report that)."""
-        from teflon_py.errors import BackendError
-        from teflon_py.opencl.runtime import ahead, device, programs
-
-        try:
-            dev = device.select_device(self.device_spec)
-        except BackendError:
-            return
-        ahead.prestart(dev, Path(self.cache_dir) if self.cache_dir is not None else programs.default_cache_dir())
 
     def check(self, graph: ir.Graph, op: ir.Operation) -> Verdict:
         """Whether ``op`` lowers to OpenCL kernels on this delegate's device (its capabilities

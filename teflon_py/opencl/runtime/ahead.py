@@ -131,28 +131,6 @@ class Ahead:
         self.cond.notify_all()
 
 
-def prestart(dev: Any, records: Path) -> list[threading.Thread]:
-    """On a first run (``records``, the cache directory, holds no probe outcome: every program is
-    new), start the children now, in the background, each compiling a tiny program first: their
-    start-up and the compiler's (~1 s each on PoCL) then overlap reading and partitioning the
-    model instead of preceding the first partition's probes. The starting threads (tests join them)."""
-    if not probe.enabled() or _has_records(records):
-        return []
-    threads = [threading.Thread(target=probe.child, args=(dev, probe.timeout(), slot, True), daemon=True)
-               for slot in range(min(PARALLEL, os.cpu_count() or 1))]
-    for t in threads:
-        t.start()
-    return threads
-
-
-def _has_records(records: Path) -> bool:
-    try:
-        with os.scandir(records) as entries:
-            return any(e.name.endswith(".ok") for e in entries)
-    except OSError:
-        return False
-
-
 def check_many(dev: Any, items: list[Program], records: Path | None) -> None:
     """Probe the (key, source, options, label) programs not probed yet, up to ``PARALLEL`` at a
     time, and record each outcome; ``probe.check`` then answers from the records."""

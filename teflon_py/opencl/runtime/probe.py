@@ -59,8 +59,6 @@ in_flight: dict[str, threading.Event] = {}
 #: (device pointer, slot) -> a worker (slot 0 the device's own, more for ``ahead.Ahead``); None: it
 #: cannot start
 _children: dict[tuple[int, int], _Child | None] = {}
-_starting: dict[tuple[int, int], threading.Lock] = {}  # per slot: one thread starts its worker
-_starting_lock = threading.Lock()
 
 
 def forget() -> None:
@@ -170,41 +168,36 @@ def write(key: str, records: Path | None, record: dict[str, Any]) -> None:
         pass  # a read-only cache directory: probe again next time
 
 
-def child(dev: Any, limit: float, slot: int = 0, init: bool = False) -> _Child | None:
+def child(dev: Any, limit: float, slot: int = 0) -> _Child | None:
     """The device's worker in ``slot``, started when there is none (or it died); None when it
     cannot start (slot 0 says so once: programs are then built unprobed; an ``ahead.Ahead``
-    does without a further slot). ``init``: a new worker compiles a tiny program first
-    (``ahead.prestart``). Threads asking for one slot at once get one worker."""
+    does without a further slot)."""
     key = (dev.int_ptr, slot)
-    with _starting_lock:
-        starting = _starting.setdefault(key, threading.Lock())
-    with starting:
-        worker = _children.get(key, False)
-        if worker is None:
+    worker = _children.get(key, False)
+    if worker is None:
+        return None
+    if worker is False or not worker.alive():
+        try:
+            worker = _children[key] = _Child(dev, limit)
+            STATS["started"] += 1
+        except BackendError as e:
+            _children[key] = None
+            if slot == 0:
+                warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
+                              f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
             return None
-        if worker is False or not worker.alive():
-            try:
-                worker = _children[key] = _Child(dev, limit, init)
-                STATS["started"] += 1
-            except BackendError as e:
-                _children[key] = None
-                if slot == 0:
-                    warnings.warn(f"cannot start the OpenCL build probe on {dev.name.strip()}, building "
-                                  f"programs in this process unprobed: {e}", RuntimeWarning, stacklevel=4)
-                return None
-        return worker
+    return worker
 
 
 class _Child:
     """One ``probe_worker`` process on one device: requests on its stdin, answers on its stdout,
     its stderr in a temporary file whose tail explains a crash."""
 
-    def __init__(self, dev: Any, limit: float, init: bool = False):
+    def __init__(self, dev: Any, limit: float):
         self.device = f"{dev.name.strip()} ({dev.platform.name.strip()} {dev.driver_version.strip()})"
         self.pid = os.getpid()
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's life, closed by close()
-        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip(),
-               *(["--init"] if init else [])]
+        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip()]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                          text=True, encoding="utf-8")

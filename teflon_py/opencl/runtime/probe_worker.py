@@ -1,12 +1,11 @@
 """The child process of ``probe``: builds programs on one device, so a driver that aborts kills
 this process and not the interpreter.
 
-Run as a script, ``python .../probe_worker.py P:D NAME [--init]``, not with ``-m``: importing the
+Run as a script, ``python .../probe_worker.py P:D NAME``, not with ``-m``: importing the
 ``teflon_py`` package would cost the child ~1 s, so it loads only its sibling ``pocl_target.py``
 (standard library only) by path. It applies PoCL's CPU-name patch as the parent did, finds the
 device as ``device.select_device`` numbers them (same index, same name), answers ``{"ready": true}`` (or ``{"fatal": why}``
-and exits 3), with ``--init`` compiles a tiny new program (the OpenCL C compiler's start-up, ~0.5-0.8 s
-on PoCL, is then behind it when the first request comes), then reads one JSON request a line from stdin — ``key``, ``source``, ``options``
+and exits 3), then reads one JSON request a line from stdin — ``key``, ``source``, ``options``
 and, for tests, ``fault`` ("abort" or "hang") — builds the program, creates its kernels, and
 answers ``{"key": ..., "outcome": "ok"}``, or ``"error"`` when the driver reported a build error
 (survivable: the parent's own build will raise it). It exits at the end of stdin.
@@ -58,8 +57,7 @@ def _send(out: TextIO, message: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
-    init = "--init" in argv
-    spec, name = [a for a in argv if a != "--init"]
+    spec, name = argv
     try:
         dev = _select(spec)
         import pyopencl as cl
@@ -71,12 +69,6 @@ def main(argv: list[str]) -> int:
         _send(out, {"fatal": f"{type(e).__name__}: {e}"})
         return 3
     _send(out, {"ready": True})
-    if init:  # a first run: compile something new now, so the compiler is up before the first request
-        try:
-            cl.Program(context, f"// {os.getpid()} {time.time()}\n__kernel void teflon_init(__global int* x) {{ x[0] = 0; }}"
-                       ).build(devices=[dev])
-        except cl.Error:
-            pass
     programs: dict[str, Any] = {}  # key -> a program this child built without error
     for line in sys.stdin:
         request = json.loads(line)
