@@ -24,6 +24,18 @@ inline float act1(float v) {
   return v;
 }
 
+// The output pixel after (n, oh, ow) in NHWC order, as a work-item steps through its run of
+// pixels (a division per pixel costs more).
+inline void next_pixel(int* n, int* oh, int* ow, const int OH, const int OW) {
+  if (++*ow == OW) {
+    *ow = 0;
+    if (++*oh == OH) {
+      *oh = 0;
+      ++*n;
+    }
+  }
+}
+
 // Store the first `n` (< 16) lanes of v: the tail of a row whose length is not a multiple of 16.
 inline void store_tail(__global float* p, f16u v, int n) {
   for (int l = 0; l < n; l++) p[l] = v[l];

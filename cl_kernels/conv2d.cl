@@ -44,17 +44,7 @@ __kernel void CONV2D_NAME(__global const float* restrict in, __global const floa
       iw0[p] = ow * SW - PL;
       img[p] = in + n * (IH * IW * IC);
       row_inside &= iw0[p] >= 0 && iw0[p] + (KW - 1) * DW < IW;
-      if (p0 + p + 1 < npix) {  // pixels past the end repeat the last one (computed, not stored)
-        ow++;
-        if (ow == OW) {
-          ow = 0;
-          oh++;
-          if (oh == OH) {
-            oh = 0;
-            n++;
-          }
-        }
-      }
+      if (p0 + p + 1 < npix) next_pixel(&n, &oh, &ow, OH, OW);  // past the end: the last one again
     }
     row_inside &= DW == 1;
     f16u acc[PW][NV];

@@ -54,17 +54,7 @@ __kernel void DWPW_NAME(__global const float* restrict in, __global const float*
       for (int k = 0; k < KH; k++) rows[p] |= ((uint)(ih0 + k) < (uint)IH) << k;
       for (int k = 0; k < KW; k++) cols[p] |= ((uint)(iw0 + k) < (uint)IW) << k;
       inside &= rows[p] == full_h && cols[p] == full_w;
-      if (p0 + p + 1 < npix) {  // pixels past the end repeat the last one (computed, not stored)
-        ow++;
-        if (ow == OW) {
-          ow = 0;
-          oh++;
-          if (oh == OH) {
-            oh = 0;
-            n++;
-          }
-        }
-      }
+      if (p0 + p + 1 < npix) next_pixel(&n, &oh, &ow, OH, OW);  // past the end: the last one again
     }
     float d[PW][CMAX];
     for (int cb = 0; cb < C; cb += 16) {
