@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from teflon_py import quant
+from teflon_py.fallback.lstm_integer import _mbqm, _multiplier
 from teflon_py.fallback.recurrent_shared import _time_steps, op_options
 from teflon_py.fallback.registry import Node
 
@@ -46,12 +47,6 @@ _INTERMEDIATE = {"i": (0, 1, 2), "f": (3, 4, 5), "c": (6, 7, 8), "o": (9, 10, 11
 
 
 # -- parameters (Prepare) -----------------------------------------------------------------------
-
-def _multiplier(real: float | np.floating) -> tuple[int, int]:
-    """QuantizeMultiplier of a float32 value (widened to double, as the C++ call does)."""
-    m, s = quant.quantize_multiplier(np.float64(_F32(real)))
-    return int(m), int(s)
-
 
 def integer8_params(node: Node, slots: _Slots, cell: _Cell) -> dict[str, Any]:
     """PopulateQuantizedLstmParams8x8_8: the matmuls' multipliers (float32 arithmetic, as LiteRT's),
@@ -170,10 +165,6 @@ def _layer_norm_float(x: np.ndarray, w: np.ndarray, bias: np.ndarray, ln_scale: 
 
 
 # -- integer steps ------------------------------------------------------------------------------
-
-def _mbqm(x: np.ndarray, ms: tuple[int, int]) -> np.ndarray:
-    return quant.multiply_by_quantized_multiplier(quant.wrap_int(x), ms[0], ms[1])
-
 
 def _matmul_int8(v: np.ndarray, zp: int, w: np.ndarray, ms: tuple[int, int], out_zp: int) -> np.ndarray:
     """MatrixBatchVectorMultiply: sum((v - zp) * w), rescaled to an int8 result at ``out_zp``."""
