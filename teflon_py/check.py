@@ -11,6 +11,10 @@ they diverge (2 for bad input, as every command).
 
 Errors compound along a network: the backend's tensors are compared with the reference's, not
 recomputed from the reference's inputs, so the first divergent operator is the one to look at.
+Keeping every tensor also keeps a delegate from folding ops into their neighbours (a fold needs a
+tensor no one else reads), so a second run of the backend, as an application runs it, is compared
+on the graph's outputs: that is where fused kernels (an activation, ADD or PRELU in a conv's
+epilogue, a depthwise conv inside the 1x1 conv after it) are checked.
 """
 from __future__ import annotations
 
@@ -69,7 +73,7 @@ def _describe(t: ir.Tensor) -> str:
 
 
 def _run_teflon(model: str, delegate: str | None, inputs: list[np.ndarray] | None, seed: int,
-                progress: Any = None) -> tuple[Any, list[np.ndarray]]:
+                progress: Any = None, preserve: bool = True) -> tuple[Any, list[np.ndarray]]:
     from teflon_py import Interpreter, load_delegate
     from teflon_py import cli_common as cli
 
@@ -82,7 +86,7 @@ def _run_teflon(model: str, delegate: str | None, inputs: list[np.ndarray] | Non
             progress.watch(delegates)
     else:
         delegates = []
-    it = Interpreter(model_path=model, experimental_delegates=delegates, experimental_preserve_all_tensors=True)
+    it = Interpreter(model_path=model, experimental_delegates=delegates, experimental_preserve_all_tensors=preserve)
     details = it.get_input_details()
     if inputs is None:
         rng = np.random.default_rng(seed)
@@ -179,5 +183,20 @@ def main(args: argparse.Namespace) -> int:
                         for unit, v in sorted(worst.items()))
     print(f"{name} agrees with {ref_name} on {compared} tensors of {len(graph.operations)} operators"
           + (f" ({summary})" if summary else ""))
+    if delegate is None:
+        return 0
+    # Keeping every tensor keeps the backend from folding ops into their neighbours (a fold needs
+    # a tensor nobody else reads), so the fused kernels a normal run uses are checked here, on
+    # the graph's outputs.
+    fused = _run_teflon(model, delegate, inputs, args.seed, BuildProgress(quiet=args.quiet), preserve=False)[0]
+    for k, i in enumerate(graph.outputs):
+        unit, error, bad = compare(np.asarray(fused.get_tensor(i)), np.asarray(reference.get_tensor(i)),
+                                   args.tolerance, args.lsb)
+        if bad:
+            diff = TensorDiff(i, _describe(graph.tensors[i]), unit, error, True)
+            print(f"first divergence from {ref_name} with ops folded as in a normal run: graph output {k}, "
+                  f"{diff.text()}")
+            return 1
+    print(f"{name} with ops folded as in a normal run agrees on the {len(graph.outputs)} graph outputs")
     return 0
 

@@ -38,7 +38,7 @@ class _OffByOne(_EchoPartition):
     def invoke(self, inputs):
         outs = super().invoke(inputs)
         add = next(op for node, _ in self.steps if (op := node.op).name == "ADD")
-        k = self.outputs.index(add.outputs[0])
+        k = self.outputs.index(add.outputs[0]) if add.outputs[0] in self.outputs else -1  # else the graph's
         outs[k] = (outs[k].astype(np.int16) + 1).clip(-128, 127).astype(np.int8)
         return outs
 
@@ -63,10 +63,41 @@ def test_check_finds_the_first_divergent_operator(capsys, int8_path, backends) -
     assert code == 0  # within the allowed error: no divergence
 
 
+class _WrongOnlyFused(_EchoPartition):
+    """Right while every tensor is a partition output (``check``'s per-tensor run); one LSB off on
+    the graph's outputs when the partition keeps its intermediates to itself, as a fused kernel would."""
+
+    def invoke(self, inputs):
+        outs = super().invoke(inputs)
+        produced = {t for node, _ in self.steps for t in node.op.outputs}
+        if len(self.outputs) < len(produced):
+            outs = [(o.astype(np.int16) + 1).clip(-128, 127).astype(np.int8) for o in outs]
+        return outs
+
+
+class WrongOnlyFusedDelegate(EchoDelegate):
+    name = "fusedbug"
+
+    def compile(self, graph, partition):
+        return _WrongOnlyFused(graph, partition)
+
+
+def test_check_also_runs_the_backend_as_an_application_does(capsys, int8_path, backends) -> None:
+    """Keeping every tensor disables a delegate's folds, so check compares a second, normal run on
+    the graph outputs: a bug that only a fused run shows is found there."""
+    name = backends("fusedbug", lambda options: WrongOnlyFusedDelegate(["CONV_2D", "DEPTHWISE_CONV_2D", "ADD"]))
+    code, out, _ = run_cli(capsys, "check", int8_path, "--delegate", name, "--quiet")
+    lines = out.strip().splitlines()
+    assert code == 1 and "fusedbug agrees with numpy on 14 tensors" in out
+    assert lines[-1].startswith("first divergence from numpy with ops folded as in a normal run: graph output 0")
+    assert "1 LSB" in lines[-1]
+
+
 def test_check_without_divergence(capsys, int8_path, backends) -> None:
     name = backends("echo-check", lambda options: EchoDelegate(["CONV_2D", "DEPTHWISE_CONV_2D", "ADD"]))
     code, out, _ = run_cli(capsys, "check", int8_path, "--delegate", name)
     assert code == 0 and "echo-check agrees with numpy on 14 tensors of 14 operators (largest 0 LSB)" in out
+    assert "echo-check with ops folded as in a normal run agrees on the 1 graph outputs" in out
     code, out, _ = run_cli(capsys, "check", int8_path, "--delegate", "none", "--reference", "litert")
     assert code == 0 and "agrees with LiteRT BUILTIN_REF" in out and "largest 0 LSB" in out
 
