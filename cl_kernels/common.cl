@@ -25,11 +25,12 @@ inline float act1(float v) {
 }
 
 // The output pixel after (n, oh, ow) in NHWC order, as a work-item steps through its run of
-// pixels (a division per pixel costs more).
-inline void next_pixel(int* n, int* oh, int* ow, const int OH, const int OW) {
-  if (++*ow == OW) {
+// pixels (a division per pixel costs more). Lower-case names: kernels compiled with -DOH=...
+// include this file too.
+inline void next_pixel(int* n, int* oh, int* ow, const int out_h, const int out_w) {
+  if (++*ow == out_w) {
     *ow = 0;
-    if (++*oh == OH) {
+    if (++*oh == out_h) {
       *oh = 0;
       ++*n;
     }
