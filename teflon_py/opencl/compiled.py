@@ -21,8 +21,9 @@ ADD folds into an int8 CONV_2D the same way, where ``ops_qconv.residual_reason``
 
 Programs are built (or loaded from the disk caches) — the template kernels of the whole
 partition (gemm, conv2d, depthwise blockings) as ONE program, one front-end compile — kernels
-created and their arguments set once; one warm-up run at compile time JIT-compiles the kernels
-and commits new binaries to the cache, so ``invoke`` is one enqueue of every launch and one wait.
+created and their arguments set once, while the build probe's children probe new programs and
+warm their kernels up (``runtime.ahead``); one run at compile time JIT-compiles what is left and
+commits new binaries to the cache, so ``invoke`` is one enqueue of every launch and one wait.
 """
 from __future__ import annotations
 
