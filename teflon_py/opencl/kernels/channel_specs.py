@@ -28,8 +28,7 @@ def channel_map_spec(n: int, channels: int, *, weights: np.ndarray | None = None
     if weights is None and slopes is None:
         raise ValueError("channel_map needs weights or slopes")
     zeros = np.zeros(channels, np.float32)
-    (pieces, _), _, chunk = kernels.row_blocks(1, n)
-    chunk = max(16, chunk - chunk % 16)
+    chunk = max(16, kernels.row_blocks(1, n)[2] // 16 * 16)  # whole vectors a work-item
     pieces = -(-n // chunk)
     args = kernels.scalars(n=n, chunk=chunk, L=math.lcm(channels, 16), affine=int(weights is not None),
                            prelu=int(slopes is not None), lo=float(clamp[0]), hi=float(clamp[1]),

@@ -152,9 +152,7 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     slopes = ctx.prelu()
     if (not ctx.params.gpu and w.shape[1:3] == (1, 1) and multiplier == 1 and tuple(attrs.strides) == (1, 1)
             and ctx.pads() == kernels.NO_PADS):
-        bias = _bias(ctx)
-        spec = channel_map_spec(int(np.prod(shape)), shape[3], weights=w.reshape(-1),
-                                bias=np.zeros(shape[3], np.float32) if bias is None else bias,
+        spec = channel_map_spec(int(np.prod(shape)), shape[3], weights=w.reshape(-1), bias=_bias(ctx),
                                 slopes=slopes, clamp=ctx.clamp())
         ctx.launch(spec, input=x, output=ctx.output())
         return

@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
         while fault == "hang":
             time.sleep(3600)
         try:
-            program = cl.Program(context, request["source"]).build(options=request["options"], devices=[dev])
+            program = _build(context, dev, request)
             program.all_kernels()
             programs[request["key"]] = program
             outcome = "ok"
@@ -91,6 +91,13 @@ def main(argv: list[str]) -> int:
             outcome = "error"
         _send(out, {"key": request["key"], "outcome": outcome})
     return 0
+
+
+def _build(context: Any, dev: Any, request: dict[str, Any]) -> Any:
+    """The request's program built on ``dev`` (cl.Error when the driver reports a build error)."""
+    import pyopencl as cl
+
+    return cl.Program(context, request["source"]).build(options=request["options"], devices=[dev])
 
 
 def _warm(context: Any, dev: Any, programs: dict[str, Any], request: dict[str, Any]) -> int:
@@ -101,7 +108,7 @@ def _warm(context: Any, dev: Any, programs: dict[str, Any], request: dict[str, A
     key = request["key"]
     if key not in programs:
         try:
-            programs[key] = cl.Program(context, request["source"]).build(options=request["options"], devices=[dev])
+            programs[key] = _build(context, dev, request)
         except cl.Error:
             return 0
     queue = cl.CommandQueue(context, dev)
