@@ -107,6 +107,47 @@ def test_residual_add_folds_into_the_conv(family: str, case: str, folds: bool) -
     assert (add in compiled_partition(it).stats["folded"]) == folds
 
 
+def padded_residual_block(c: int, oc: int, pad_reader: str = "add") -> bytes:
+    """BlazeFace's block: x -> depthwise 3x3 -> conv 1x1 (c -> oc channels); PAD x with oc - c
+    zero channels (listed after the conv, as MediaPipe's graphs list it); ADD the two; RELU.
+    ``pad_reader`` "output": the padded x is a graph output too."""
+    rng = np.random.default_rng(7)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (1, 8, 9, c), F32)
+    dw_w = g.add_constant("dw/w", rng.standard_normal((1, 3, 3, c)).astype(F32))
+    dw_b = g.add_constant("dw/b", rng.standard_normal(c).astype(F32))
+    d = g.add_tensor("dw", (1, 8, 9, c), F32)
+    g.add_op("DEPTHWISE_CONV_2D", [x, dw_w, dw_b], [d],
+             O.DepthwiseConv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1))
+    pw_w = g.add_constant("pw/w", (rng.standard_normal((oc, 1, 1, c)) / np.sqrt(c)).astype(F32))
+    pw_b = g.add_constant("pw/b", rng.standard_normal(oc).astype(F32))
+    y = g.add_tensor("pw", (1, 8, 9, oc), F32)
+    g.add_op("CONV_2D", [d, pw_w, pw_b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    paddings = g.add_constant("paddings", np.array([[0, 0], [0, 0], [0, 0], [0, oc - c]], np.int32))
+    xp = g.add_tensor("padded", (1, 8, 9, oc), F32)
+    g.add_op("PAD", [x, paddings], [xp])
+    s = g.add_tensor("sum", (1, 8, 9, oc), F32)
+    g.add_op("ADD", [y, xp], [s], O.AddOptions())
+    out = g.add_tensor("out", (1, 8, 9, oc), F32)
+    g.add_op("RELU", [s], [out])
+    g.mark_outputs(out, *([xp] if pad_reader == "output" else []))
+    return mb.build()
+
+
+@pytest.mark.parametrize("c, oc, pad_reader, folds", [(24, 28, "add", True), (16, 32, "add", True),
+                                                      (24, 28, "output", True)])
+def test_a_channel_padded_residual_folds_into_the_conv(family: str, c: int, oc: int, pad_reader: str,
+                                                       folds: bool) -> None:
+    """The PAD that widens BlazeFace's residual comes after the block's conv in the graph; it is
+    launched right after its input is written instead, so the ADD (and the RELU after it) fold
+    into the conv (a padded x that is also a graph output still comes out whole)."""
+    x = np.random.default_rng(2).standard_normal((1, 8, 9, c)).astype(np.float32)
+    it = check_model(padded_residual_block(c, oc, pad_reader), "opencl", inputs=[x])
+    add = next(op.index for op in it.graph.operations if op.name == "ADD")
+    assert (add in compiled_partition(it).stats["folded"]) == folds
+
+
 def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False, producer: str = "conv",
                relu_after: bool = False, shape: tuple[int, ...] = (1, 6, 7)) -> bytes:
     """x -> conv kxk (``producer`` "conv", or "depthwise") [-> ADD with x] -> PRELU (per-channel

@@ -39,6 +39,7 @@ from teflon_py.errors import BackendError, UnsupportedError
 from teflon_py.opencl.fusion import (
     FoldedDepthwise,
     FusionPlan,
+    hoist_residual_pads,
     intersect,
     live_flow,
     plan_depthwise_pointwise,
@@ -369,14 +370,15 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
     def lookup(op: ir.Operation) -> Any:
         return lowering_for(graph, op)
 
-    plan = plan_fusion(graph, partition.nodes, partition.outputs, lookup)
+    nodes = hoist_residual_pads(graph, partition.nodes)  # launch order: a padded residual ready early
+    plan = plan_fusion(graph, nodes, partition.outputs, lookup)
     if not params.gpu:  # a depthwise into the 1x1 conv after it: dwpw.cl, a cpu-family kernel
-        plan_depthwise_pointwise(graph, partition.nodes, partition.outputs, plan, lookup)
-    residuals = plan_residuals(graph, partition.nodes, partition.outputs, plan, lookup)
+        plan_depthwise_pointwise(graph, nodes, partition.outputs, plan, lookup)
+    residuals = plan_residuals(graph, nodes, partition.outputs, plan, lookup)
     if not params.gpu:  # the gpu family's kernels have no PRELU epilogue
-        plan_prelu(graph, partition.nodes, partition.outputs, plan, lookup)
-    b = Builder(graph, partition.nodes, plan, residuals, params)
-    for i in partition.nodes:
+        plan_prelu(graph, nodes, partition.outputs, plan, lookup)
+    b = Builder(graph, nodes, plan, residuals, params)
+    for i in nodes:
         op = graph.operations[i]
         if i in plan.skip or folded_node(graph, op):  # folded: nothing to launch
             continue

@@ -142,6 +142,36 @@ def _fold_pad(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]
     plan.pad[consumer.index] = FoldedPad(op.inputs[0], pads)
 
 
+def hoist_residual_pads(graph: ir.Graph, nodes: Sequence[int]) -> list[int]:
+    """``nodes`` with each PAD whose only reader is an ADD moved up to just after the ops writing
+    its inputs. BlazeFace-style blocks (MediaPipe's face, palm and hand detectors) pad the block's
+    input with zero channels and ADD it to the block's last conv; the graph lists the PAD after
+    that conv, so the ADD could not fold into the conv's epilogue (``compiled.plan_residuals``
+    needs the other operand written before the conv runs). Moving a PAD earlier changes no
+    value: it reads only what is written before it."""
+    ops = graph.operations
+    readers: dict[int, list[int]] = defaultdict(list)
+    writer: dict[int, int] = {}
+    for i in nodes:
+        for t in ops[i].inputs:
+            if t != ir.NO_TENSOR:
+                readers[t].append(i)
+        for t in ops[i].outputs:
+            writer[t] = i
+    order = list(nodes)
+    for i in nodes:
+        op = ops[i]
+        if op.name != "PAD" or len(op.outputs) != 1:
+            continue
+        users = readers.get(op.outputs[0], [])
+        if len(users) != 1 or ops[users[0]].name != "ADD":
+            continue
+        order.remove(i)
+        deps = [order.index(writer[t]) for t in op.inputs if t in writer]
+        order.insert(max(deps, default=-1) + 1, i)
+    return order
+
+
 def live_flow(graph: ir.Graph, nodes: Sequence[int], plan: FusionPlan) -> tuple[
         list[int], dict[int, list[int]], dict[int, int]]:
     """The ops of ``nodes`` that still launch (not folded away), in order; tensor -> the live ops
