@@ -13,12 +13,14 @@
 // Every other case runs depthwise_any at the end (one load per tap, lane gathers, tails).
 #ifndef DEPTHWISE_HELPERS
 #define DEPTHWISE_HELPERS
-// 16 output channels' inputs at pixel `px`: a vector load when dm == 1 and the block is whole,
-// else a lane-by-lane gather that stops at the tensor's last channel.
+// 16 output channels' inputs at pixel `px`: with dm == 1 the block's channels (a vector load
+// when it is whole, else its C - oc0 < 16 floats and zeros), else a lane-by-lane gather that
+// stops at the tensor's last channel (a division per lane only where dm > 1: with 4 channels
+// at stride 2, a division for each of 16 lanes per tap cost 0.29 ms on a 50x50 layer).
 inline f16u load_channels(const __global float* px, int oc0, int C, int dm, int OC) {
-  if (dm == 1 && oc0 + 16 <= C) return LOAD16(px + oc0);
+  if (dm == 1) return load_upto(px + oc0, C - oc0);
   f16u v = 0.0f;
-  for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? px[(oc0 + l) / dm] : 0.0f;
+  for (int l = 0; l < 16 && oc0 + l < OC; l++) v[l] = px[(oc0 + l) / dm];
   return v;
 }
 #endif

@@ -189,6 +189,7 @@ DEPTHWISE_CASES = [
     Case((1, 6, 6, 5), (1, 1), 5, padding=VALID),
     Case((2, 9, 7, 8), (1, 1), 8),  # 1x1 at stride 1: a per-channel map of the flat tensor
     Case((1, 5, 7, 24), (1, 1), 24, stride=(2, 2)),  # 1x1 strided: the general kernels
+    Case((1, 11, 10, 4), (3, 3), 4, stride=(2, 2), padding=VALID),  # BlazeFace's 4-channel head
 ]
 
 
