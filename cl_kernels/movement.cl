@@ -16,7 +16,9 @@
 
 // D[d_off + i.ds] = S[s_off + i.ss] for i over n0 x n1 x n2 x n3 x n4 (n0 = rows / (n1 n2 n3)):
 // CONCATENATION, PACK, SPLIT, UNPACK, SLICE, STRIDED_SLICE, TRANSPOSE, DEPTH/SPACE reshuffles.
-// Strides may be negative (reversed axes); the inner loop is a plain copy when both are 1.
+// Strides may be negative (reversed axes); the inner loop is a plain copy when both are 1. Rows
+// step their indices instead of dividing (a copy of 2-element rows, as a 2x2 upsampling's tile
+// placement, spent most of its time in the six divisions per row).
 #define COPY(SFX, T)                                                                               \
   __kernel void copy_##SFX(__global const T* restrict S, __global T* restrict D, const int s_off,  \
                            const int d_off, const int rows, const int rpi, const int n4,           \
@@ -25,17 +27,28 @@
                            const int ss4, const int ds0, const int ds1, const int ds2,             \
                            const int ds3, const int ds4) {                                         \
     ROW_RANGE                                                                                      \
+    int q = r0; /* the first row's indices by division, the next ones by stepping */               \
+    int i3 = q % n3; q /= n3;                                                                      \
+    int i2 = q % n2; q /= n2;                                                                      \
+    int i1 = q % n1; int i0 = q / n1;                                                              \
+    const __global T* s = S + (s_off + i0 * ss0 + i1 * ss1 + i2 * ss2 + i3 * ss3);                 \
+    __global T* d = D + (d_off + i0 * ds0 + i1 * ds1 + i2 * ds2 + i3 * ds3);                       \
     for (int r = r0; r < r1; r++) {                                                                \
-      int q = r;                                                                                   \
-      const int i3 = q % n3; q /= n3;                                                              \
-      const int i2 = q % n2; q /= n2;                                                              \
-      const int i1 = q % n1; const int i0 = q / n1;                                                \
-      const __global T* s = S + (s_off + i0 * ss0 + i1 * ss1 + i2 * ss2 + i3 * ss3);               \
-      __global T* d = D + (d_off + i0 * ds0 + i1 * ds1 + i2 * ds2 + i3 * ds3);                     \
       if (ss4 == 1 && ds4 == 1) {                                                                  \
         for (int c = c0; c < c1; c++) d[c] = s[c];                                                 \
       } else {                                                                                     \
         for (int c = c0; c < c1; c++) d[c * ds4] = s[c * ss4];                                     \
+      }                                                                                            \
+      s += ss3;                                                                                    \
+      d += ds3;                                                                                    \
+      if (++i3 == n3) {                                                                            \
+        i3 = 0;                                                                                    \
+        if (++i2 == n2) {                                                                          \
+          i2 = 0;                                                                                  \
+          if (++i1 == n1) { i1 = 0; i0++; }                                                        \
+        }                                                                                          \
+        s = S + (s_off + i0 * ss0 + i1 * ss1 + i2 * ss2);                                          \
+        d = D + (d_off + i0 * ds0 + i1 * ds1 + i2 * ds2);                                          \
       }                                                                                            \
     }                                                                                              \
   }

@@ -76,6 +76,8 @@ CASES = [
     ((1, 9, 7, 12), (3, 3), 24, (1, 1), SAME, (0, 0)),  # stride 1: the conv kernel
     ((1, 5, 6, 7), (3, 2), 9, (1, 1), VALID, (0, 0)),  # stride 1 VALID: conv with full padding
     ((2, 3, 4, 5), (5, 5), 33, (2, 1), SAME, (-1, 0)),  # odd output rows, stride 1 across
+    ((1, 5, 6, 16), (2, 2), 1, (2, 2), SAME, (0, 0)),  # kernel = stride, 1 channel: GEMM + tile copy
+    ((2, 3, 4, 6), (2, 3), 5, (2, 3), VALID, (0, 0)),  # the same with unequal strides, batch 2
 ]
 
 
@@ -106,6 +108,23 @@ def test_stride_one_runs_on_the_conv_kernels() -> None:
     assert _spec(transpose_conv_model(*CASES[4]), gpu).name == "gpu_conv2d"
     assert _spec(transpose_conv_model((1, 7, 7, 8), (1, 1), 16, (1, 1), SAME), gpu).name == "gpu_gemm"
     assert _spec(transpose_conv_model(*CASES[0]), gpu).name == "transpose_conv"
+
+
+@pytest.mark.parametrize("oc, kernels", [(1, ["gemm_narrow", "copy_u32"]), (6, ["gemm", "copy_u32"]),
+                                         (16, ["transpose_conv"])])
+def test_one_tile_per_pixel_runs_as_a_gemm_and_a_copy(oc: int, kernels: list[str]) -> None:
+    """Kernel = stride, no crop, fewer than 16 channels (a segmentation head's 2x upsampling to a
+    mask): a GEMM over input pixels, then one copy of each pixel's values into its output tile."""
+    model = transpose_conv_model((1, 6, 7, 16), (2, 2), oc, (2, 2), SAME, relu6=True, seed=oc)
+    graph = read_model(model).main
+    d = teflon_py.load_delegate("opencl")
+    parts = partitioner.partition(graph, {op.index for op in graph.operations if d.check(graph, op)})
+    compiled = d.compile(graph, parts[0])
+    names = [la.info["kernel"] for la in compiled.launch_list.launches]
+    assert len(names) == len(kernels) and all(n.startswith(k) for n, k in zip(names, kernels)), names
+    x = np.random.default_rng(1).standard_normal((1, 6, 7, 16)).astype(F32)
+    (ours,), (expected,) = compiled.invoke([x]), run_litert(model, [x])
+    assert relative_l2(ours, expected) <= 1e-5 and ours.max() <= 6.0
 
 
 def test_relu6_folds_into_transpose_conv(device) -> None:

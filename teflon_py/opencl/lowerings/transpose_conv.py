@@ -4,7 +4,11 @@
 it (no atomics), register-blocked over output pixels of one stride phase x 16*NV output channels,
 with the weights packed once as the conv kernel's panels. A stride-1 transpose convolution is an
 ordinary convolution with the kernel flipped and the padding mirrored; it runs on
-``kernels.conv2d_spec`` (a GEMM for 1x1) whenever that mirrored padding is non-negative.
+``kernels.conv2d_spec`` (a GEMM for 1x1) whenever that mirrored padding is non-negative. A
+kernel as large as its stride with no crop (the 2x2 stride-2 upsampling of segmentation heads)
+gives every input pixel its own output tile: on the cpu family, with fewer than 16 output
+channels (where the gather kernel's 16-channel vectors are mostly padding), it runs as a GEMM
+over input pixels into KH * KW * OC columns, then one copy placing each pixel's columns as its tile.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from teflon_py import ir
 from teflon_py.opencl.kernels import gpu_specs, packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
+from teflon_py.opencl.kernels.movement_plan import SUFFIX, copy_specs, permute
 from teflon_py.opencl.kernels.specs import Clamp, KernelSpec, Pads
 from teflon_py.opencl.params import CPU, KernelParams
 from teflon_py.opencl.registry import OpEmit, OpTensors, register
@@ -100,6 +105,35 @@ def spec_for(g: Geometry, filt: np.ndarray, bias: np.ndarray | None,
         g, filt, bias, activation, tiles=(params or CPU).tiles)
 
 
+def tiles_per_pixel(g: Geometry, filt_shape: tuple[int, ...]) -> bool:
+    """Whether each input pixel writes exactly its own KH x KW output tile: kernel = stride, no
+    crop, output = input x stride (no overlap, no gap)."""
+    _, kh, kw, _ = filt_shape
+    _, ih, iw, _ = g.input_shape
+    return (g.stride == (kh, kw) and g.pad == (0, 0) and g.out_hw == (ih * kh, iw * kw)
+            and (kh, kw) != (1, 1))
+
+
+def emit(ctx: OpEmit, x: int, g: Geometry, filt: np.ndarray, bias: np.ndarray | None) -> None:
+    """The op as ``spec_for`` runs it, or, for few output channels with one tile per input pixel
+    on the cpu family, a GEMM [pixels][IC] x [IC][KH*KW*OC] (bias and clamp in its epilogue)
+    into a scratch buffer and a copy of each pixel's KH*KW*OC values into its output tile."""
+    oc, kh, kw, ic = filt.shape
+    if ctx.params.gpu or oc >= 16 or not tiles_per_pixel(g, filt.shape):
+        ctx.launch(spec_for(g, filt, bias, ctx.clamp(), ctx.params), input=x, output=ctx.output())
+        return
+    nb, ih, iw, _ = g.input_shape
+    b_kn = np.asarray(filt, np.float32).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)  # [IC][(ky, kx, oc)]
+    tiled_bias = np.tile(packing.pad_vector(bias, oc, oc), kh * kw)
+    m, n = nb * ih * iw, kh * kw * oc
+    gemm = kernels.gemm_spec(m, n, ic, b_kn, tiled_bias, ctx.clamp(), tiles=ctx.params.tiles)
+    cols = ctx.scratch(4 * m * n)
+    ctx.launch(gemm, input=x, output=cols)
+    tile_rows = permute((nb, ih, iw, kh, kw * oc), (0, 1, 3, 2, 4))  # [n][iy][ky][ix][(kx, oc)]
+    for spec in copy_specs(SUFFIX["float32"], tile_rows):
+        ctx.launch(spec, input=cols, output=ctx.output())
+
+
 # -- TRANSPOSE_CONV ---------------------------------------------------------------------------------
 
 def _bias_tensor(op: ir.Operation) -> int:
@@ -143,9 +177,8 @@ def check_transpose_conv(attrs: TransposeConvAttrs, tensors: OpTensors, caps: ob
 def transpose_conv(ctx: OpEmit, attrs: TransposeConvAttrs) -> None:
     op = ctx.op
     bias = _bias_tensor(op)
-    spec = spec_for(transpose_conv_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
-                    None if bias == ir.NO_TENSOR else ctx.constant(bias), ctx.clamp(), ctx.params)
-    ctx.launch(spec, input=op.inputs[2], output=ctx.output())
+    emit(ctx, op.inputs[2], transpose_conv_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
+         None if bias == ir.NO_TENSOR else ctx.constant(bias))
 
 
 # -- MediaPipe's Convolution2DTransposeBias -----------------------------------------------------------
@@ -176,6 +209,5 @@ def check_mediapipe(attrs: TransposeConvBiasAttrs, tensors: OpTensors, caps: obj
 @register(MEDIAPIPE, check=check_mediapipe, constants=(1, 2), fuses_activation=True)
 def convolution_2d_transpose_bias(ctx: OpEmit, attrs: TransposeConvBiasAttrs) -> None:
     op = ctx.op
-    spec = spec_for(mediapipe_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
-                    ctx.constant(op.inputs[2]), ctx.clamp(), ctx.params)
-    ctx.launch(spec, input=op.inputs[0], output=ctx.output())
+    emit(ctx, op.inputs[0], mediapipe_geometry(ctx.graph, op, attrs), ctx.constant(op.inputs[1]),
+         ctx.constant(op.inputs[2]))
