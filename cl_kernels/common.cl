@@ -56,6 +56,57 @@ inline f16u prelu16(f16u v, const __global float* a) {
   return v >= (f16u)(0.0f) ? v : v * s;
 }
 
+#define LOGISTIC_LOW -9.0f
+#define LOGISTIC_HIGH 16.619047164916992188f
+
+// e^x for x in [-87, 16.7], 16 lanes at a time, within ~2 ulp of expf (the float ops' bar is a
+// relative L2 error of 1e-5): x = n ln2 + r with |r| <= ln2 / 2 (n rounded to nearest by the
+// 1.5 * 2^23 trick, ln2 in two parts), e^r by its degree-7 Taylor polynomial (truncation below
+// 6e-9), times 2^n built in the exponent bits. The builtin exp is a call per element on PyPI's
+// PoCL, which does not inline builtins: EfficientNet's swish LOGISTICs ran at 0.8 GB/s.
+inline f16u exp16_small(f16u x) {
+  const f16u t = x * 1.44269504088896341f;
+  const f16u n = (t + 12582912.0f) - 12582912.0f;
+  const f16u r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
+  f16u p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * AS_F16((CVT_I16(n) + 127) << 23);
+}
+
+// LOGISTIC, TFLite's reference formula (1 above LOGISTIC_HIGH, e^x below LOGISTIC_LOW, else
+// 1 / (1 + e^-x)) with exp16_small (0 below -87, where expf's results are subnormal; NaN stays
+// NaN): elementwise.cl's logistic and an epilogue's folded swish.
+inline f16u logistic16(f16u x) {
+  const f16u low = x < (f16u)(LOGISTIC_LOW) ? (f16u)(1.0f) : (f16u)(0.0f);
+  const f16u arg = low != 0.0f ? (x < -87.0f ? (f16u)(-87.0f) : x) : (x > 87.0f ? (f16u)(87.0f) : -x);
+  const f16u e = exp16_small(arg);
+  f16u v = low != 0.0f ? (x < -87.0f ? (f16u)(0.0f) : e) : 1.0f / (1.0f + e);
+  v = x > (f16u)(LOGISTIC_HIGH) ? (f16u)(1.0f) : v;
+  return x != x ? x : v;
+}
+
+// HARD_SWISH, TFLite's reference formula x * min(6, max(0, x + 3)) / 6 (elementwise.cl's
+// hard_swish, operation for operation).
+inline f16u hard_swish16(f16u x) {
+  const f16u s = x + 3.0f;
+  return x * (s < (f16u)(0.0f) ? (f16u)(0.0f) : (s > (f16u)(6.0f) ? (f16u)(6.0f) : s)) / 6.0f;
+}
+
+// The op an epilogue applies last (fusion.py folds it into the producer; the kernels' `post`
+// argument, specs.POST_CODES): 1 a PRELU with the 16 channels' slopes at `a`, 2 HARD_SWISH,
+// 3 swish x * LOGISTIC(x) (the MUL's rounding: one product). Callers test post != 0 first.
+inline f16u post16(f16u v, const __global float* a, int post) {
+  if (post == 1) return prelu16(v, a);
+  if (post == 2) return hard_swish16(v);
+  return v * logistic16(v);
+}
+
 // The first `n` lanes at p (all 16 when n >= 16), the rest 0: a row's tail without reading past it.
 inline f16u load_upto(const __global float* p, int n) {
   if (n >= 16) return LOAD16(p);

@@ -1,5 +1,6 @@
 // NHWC convolution as an implicit GEMM: output pixels (flattened over batch, rows and columns)
-// times output channels [+ a residual ADD, then a PRELU, folded into the epilogue, as in gemm.cl].
+// times output channels [+ a residual ADD, then a PRELU, HARD_SWISH or swish, folded into the
+// epilogue, as in gemm.cl].
 //
 // A TEMPLATE instantiated once per blocking (PW, NV) inside one program, each as CONV2D_NAME
 // (kernels.BLOCKINGS); every size is an argument. Each work-item computes PW consecutive output
@@ -24,7 +25,7 @@ __kernel void CONV2D_NAME(__global const float* restrict in, __global const floa
                           const int OW, const int OC, const int KH, const int KW, const int SH,
                           const int SW, const int DH, const int DW, const int PT, const int PL,
                           const float lo, const float hi, const int res, const float rlo,
-                          const float rhi, const int pbn, const int prelu) {
+                          const float rhi, const int pbn, const int post) {
   const int ocb = get_global_id(0);
   const int c0 = OC >= OCB && ocb * OCB > OC - OCB ? OC - OCB : ocb * OCB;  // first channel
   const int npix = NB * OH * OW;
@@ -100,7 +101,7 @@ __kernel void CONV2D_NAME(__global const float* restrict in, __global const floa
     }
     __global float* o = out + p0 * OC + c0;
     const __global float* r = R + p0 * OC + c0;
-    if (!res && !prelu && OC >= OCB && npix >= PW) {  // a whole tile, no residual: plain stores
+    if (!res && !post && OC >= OCB && npix >= PW) {  // a whole tile, no residual: plain stores
 #pragma unroll
       for (int p = 0; p < PW; p++) {
 #pragma unroll
@@ -108,7 +109,7 @@ __kernel void CONV2D_NAME(__global const float* restrict in, __global const floa
       }
       continue;
     }
-    // a residual or a PRELU, or fewer than PW pixels or OCB channels: through a private copy, in
+    // a residual or a post op, or fewer than PW pixels or OCB channels: through a private copy, in
     // rolled loops (less code to JIT)
     f16u t[PW][NV];
 #pragma unroll
@@ -123,7 +124,7 @@ __kernel void CONV2D_NAME(__global const float* restrict in, __global const floa
       for (int j = 0; j < NV && j * 16 < OC - c0; j++) {
         f16u v = clamp16(t[p][j], lo, hi);
         if (res) v = clamp16(v + load_upto(r + p * OC + j * 16, OC - c0 - j * 16), rlo, rhi);
-        if (prelu) v = prelu16(v, alpha + c0 + j * 16);
+        if (post) v = post16(v, alpha + c0 + j * 16, post);
         store_upto(o + p * OC + j * 16, v, OC - c0 - j * 16);
       }
     }

@@ -1,8 +1,9 @@
 // NHWC depthwise convolution, output channel oc = ic * DM + m, vectorised over 16 output
 // channels. Each work-item computes PW consecutive output pixels of one row x 16 channels.
 // Weights arrive packed as [KH][KW][OCP] (zero-padded), bias as [OCP]. Taps in the padding read
-// `zeros` (>= OCP floats of 0). Every size is an argument; global size (OCP/16, ceil(OW/PW),
-// NB*OH), local 1x1x1.
+// `zeros` (>= OCP floats of 0). With `post` (2 or 3, common.cl's post16), a folded HARD_SWISH or
+// swish after the clamp (no PRELU here: its slopes run as a channel_map after). Every size is an
+// argument; global size (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
 //
 // A TEMPLATE instantiated per fast filter geometry (KW, SW; dilation 1) inside one program as
 // DEPTHWISE_NAME (kernels.DEPTHWISE_FAST), for depth multiplier 1 and C >= 16 channels: per kernel
@@ -32,7 +33,7 @@ __kernel void DEPTHWISE_NAME(__global const float* restrict in, __global const f
                              __global float* restrict out, const int NB, const int IH, const int IW,
                              const int C, const int OH, const int OW, const int KH, const int SH,
                              const int PT, const int PL, const float lo, const float hi,
-                             const int cbn) {
+                             const int cbn, const int post) {
   const int cb0 = get_global_id(0) * cbn;  // this item's first 16-channel block
   const int cb1 = (cb0 + cbn) * 16 < C ? cb0 + cbn : (C + 15) / 16;
   const int og = get_global_id(1) * PW;
@@ -77,13 +78,13 @@ __kernel void DEPTHWISE_NAME(__global const float* restrict in, __global const f
       }
     }
     __global float* o = out + ((n * OH + oh0) * OW + ow0) * C + oc0;
-    if (OW >= PW && OH >= RH) {
+    if (!post && OW >= PW && OH >= RH) {
 #pragma unroll
       for (int r = 0; r < RH; r++) {
 #pragma unroll
         for (int p = 0; p < PW; p++) STORE16(o + (r * OW + p) * C, clamp16(acc[r][p], lo, hi));
       }
-    } else {  // an image smaller than the tile: through a private copy, in rolled loops
+    } else {  // a post op, or an image smaller than the tile: through a private copy, in rolled loops
       f16u tt[RH][PW];
 #pragma unroll
       for (int r = 0; r < RH; r++) {
@@ -93,7 +94,11 @@ __kernel void DEPTHWISE_NAME(__global const float* restrict in, __global const f
 #pragma unroll 1
       for (int r = 0; r < RH && r < OH; r++) {
 #pragma unroll 1
-        for (int p = 0; p < PW && p < OW; p++) STORE16(o + (r * OW + p) * C, clamp16(tt[r][p], lo, hi));
+        for (int p = 0; p < PW && p < OW; p++) {
+          f16u v = clamp16(tt[r][p], lo, hi);
+          if (post) v = post16(v, zeros, post);
+          STORE16(o + (r * OW + p) * C, v);
+        }
       }
     }
   }
@@ -111,7 +116,8 @@ __kernel void depthwise_any(__global const float* restrict in, __global const fl
                             const int C,
                             const int DM, const int OC, const int OCP, const int OH, const int OW,
                             const int KH, const int SH, const int DH, const int PT, const int PL,
-                            const float lo, const float hi, const int fw, const int sw, const int dw) {
+                            const float lo, const float hi, const int fw, const int sw, const int dw,
+                            const int post) {
   const int oc0 = get_global_id(0) * 16;
   const int ow0 = get_global_id(1) * PW_ANY;
   const int row = get_global_id(2);
@@ -140,7 +146,11 @@ __kernel void depthwise_any(__global const float* restrict in, __global const fl
   for (int p = 0; p < PW_ANY; p++) t[p] = acc[p];
   const int pixels = OW - ow0 < PW_ANY ? OW - ow0 : PW_ANY;
 #pragma unroll 1
-  for (int p = 0; p < pixels; p++) store_upto(o + p * OC, clamp16(t[p], lo, hi), OC - oc0);
+  for (int p = 0; p < pixels; p++) {
+    f16u v = clamp16(t[p], lo, hi);
+    if (post) v = post16(v, zeros, post);
+    store_upto(o + p * OC, v, OC - oc0);
+  }
 }
 #endif
 
@@ -161,7 +171,8 @@ __kernel void depthwise_rows(__global const float* restrict in, __global const f
                              __global const float* restrict bias, __global float* restrict out,
                              const int NB, const int IH, const int IW, const int C, const int OH,
                              const int OW, const int KH, const int fw, const int SH, const int DH,
-                             const int PT, const int PL, const float lo, const float hi, const int rpi) {
+                             const int PT, const int PL, const float lo, const float hi, const int rpi,
+                             const int post) {
   const int row_len = OW * C, in_len = IW * C;
   const int f0 = get_global_id(0) * (16 * PV_ROWS);
   const int r0 = get_global_id(1) * rpi;
@@ -202,10 +213,12 @@ __kernel void depthwise_rows(__global const float* restrict in, __global const f
 #pragma unroll 1
     for (int v = 0; v < PV_ROWS && f0 + v * 16 < row_len; v++) {
       const int f = f0 + v * 16;
+      f16u y = clamp16(t[v], lo, hi);
+      if (post) y = post16(y, bias, post);
       if (f + 16 <= row_len) {
-        STORE16(orow + f, clamp16(t[v], lo, hi));
+        STORE16(orow + f, y);
       } else {
-        store_upto(orow + f, clamp16(t[v], lo, hi), row_len - f);
+        store_upto(orow + f, y, row_len - f);
       }
     }
   }

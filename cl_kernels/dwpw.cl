@@ -1,6 +1,7 @@
 // A float32 DEPTHWISE_CONV_2D (depth multiplier 1, dilation 1, any KH x KW and strides) and the
 // 1x1 stride-1 CONV_2D that alone reads its output, in one launch [+ a residual ADD, then a
-// PRELU, folded into the 1x1 conv's epilogue exactly as gemm.cl does them]: MediaPipe's blocks.
+// PRELU, HARD_SWISH or swish, folded into the 1x1 conv's epilogue exactly as gemm.cl does them]:
+// MediaPipe's blocks.
 // The depthwise output is computed once per pixel into private memory and never stored.
 //
 // A TEMPLATE instantiated once per PW (pixels per work-item) as DWPW_NAME; CMAX (>= C) sizes the
@@ -13,8 +14,8 @@
 //    activation [dlo, dhi], into d[PW][CMAX];
 // 2. the 1x1 conv: per panel of 16 output channels (packed as gemm's [P][C][16], the last panel
 //    shifted back to end at OC, or zero-padded when OC < 16), bias + sum_c d[p][c] * w[c], then
-//    clamp [lo, hi]; with `res`, + R (shaped like the output), clamped [rlo, rhi]; with `prelu`,
-//    v >= 0 ? v : v * alpha (alpha padded like the bias); stored.
+//    clamp [lo, hi]; with `res`, + R (shaped like the output), clamped [rlo, rhi]; with `post`,
+//    common.cl's post16 (a PRELU's alpha padded like the bias); stored.
 // Depthwise weights arrive as [KH][KW][C], its bias as C floats.
 // Global (ceil(pixel blocks / pbn), ceil(panels / pgn)), local 1x1: an item runs `pbn` pixel
 // blocks in turn, each over panels g * pgn .. + pgn - 1 (splitting panels recomputes the
@@ -28,7 +29,7 @@ __kernel void DWPW_NAME(__global const float* restrict in, __global const float*
                         const int C, const int OH, const int OW, const int KH, const int KW, const int SH,
                         const int SW, const int PT, const int PL, const float dlo, const float dhi,
                         const int OC, const float lo, const float hi, const int res, const float rlo,
-                        const float rhi, const int prelu, const int pbn, const int pgn) {
+                        const float rhi, const int post, const int pbn, const int pgn) {
   const int npix = NB * OH * OW;
   const int panels = (OC + 15) / 16;
   const int j0 = get_global_id(1) * pgn;
@@ -94,12 +95,12 @@ __kernel void DWPW_NAME(__global const float* restrict in, __global const float*
       }
       __global float* o = out + p0 * OC + n0;
       const __global float* r = R + p0 * OC + n0;
-      if (!res && !prelu && OC >= 16 && pixels == PW) {  // whole vectors, no residual: plain stores
+      if (!res && !post && OC >= 16 && pixels == PW) {  // whole vectors, no residual: plain stores
 #pragma unroll
         for (int p = 0; p < PW; p++) STORE16(o + p * OC, clamp16(acc[p], lo, hi));
         continue;
       }
-      // a residual or a PRELU, or fewer than PW pixels or 16 channels: a rolled loop (less code to JIT)
+      // a residual or a post op, or fewer than PW pixels or 16 channels: a rolled loop (less code to JIT)
       f16u t[PW];
 #pragma unroll
       for (int p = 0; p < PW; p++) t[p] = acc[p];
@@ -107,7 +108,7 @@ __kernel void DWPW_NAME(__global const float* restrict in, __global const float*
       for (int p = 0; p < pixels; p++) {
         f16u v = clamp16(t[p], lo, hi);
         if (res) v = clamp16(v + load_upto(r + p * OC, OC - n0), rlo, rhi);
-        if (prelu) v = prelu16(v, alpha + n0);
+        if (post) v = post16(v, alpha + n0, post);
         store_upto(o + p * OC, v, OC - n0);
       }
     }

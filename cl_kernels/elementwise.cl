@@ -60,48 +60,14 @@ BINARY(mul, x * y)
 
 // TFLite's reference formulas; exp/tanh are the accurate builtins (no relaxed math: <= 4 ulp).
 UNARY(clip, x)
-#define LOGISTIC_LOW -9.0f
-#define LOGISTIC_HIGH 16.619047164916992188f
-
-// e^x for x in [-87, 16.7], 16 lanes at a time, within ~2 ulp of expf (the float ops' bar is a
-// relative L2 error of 1e-5): x = n ln2 + r with |r| <= ln2 / 2 (n rounded to nearest by the
-// 1.5 * 2^23 trick, ln2 in two parts), e^r by its degree-7 Taylor polynomial (truncation below
-// 6e-9), times 2^n built in the exponent bits. The builtin exp is a call per element on PyPI's
-// PoCL, which does not inline builtins: EfficientNet's swish LOGISTICs ran at 0.8 GB/s.
-inline f16u exp16_small(f16u x) {
-  const f16u t = x * 1.44269504088896341f;
-  const f16u n = (t + 12582912.0f) - 12582912.0f;
-  const f16u r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
-  f16u p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * AS_F16((CVT_I16(n) + 127) << 23);
-}
-
-// LOGISTIC: TFLite's reference formula (1 above LOGISTIC_HIGH, e^x below LOGISTIC_LOW, else
-// 1 / (1 + e^-x)), 16 lanes at a time with exp16_small (0 below -87, where expf's results are
-// subnormal), the tail and NaNs (which take no branch's compare) through the builtin.
+// LOGISTIC: TFLite's reference formula, 16 lanes at a time with common.cl's logistic16 (the
+// formula an epilogue's folded swish uses too), the tail through the builtin exp.
 __kernel void logistic(__global const float* restrict X, __global float* restrict O, const int n,
                        const int chunk, const float lo, const float hi) {
   const int c0 = get_global_id(0) * chunk;
   const int c1 = c0 + chunk < n ? c0 + chunk : n;
   int i = c0;
-  for (; i + 16 <= c1; i += 16) {
-    const f16u x = LOAD16(X + i);
-    const f16u low = x < (f16u)(LOGISTIC_LOW) ? (f16u)(1.0f) : (f16u)(0.0f);
-    const f16u arg = low != 0.0f ? (x < -87.0f ? (f16u)(-87.0f) : x) : (x > 87.0f ? (f16u)(87.0f) : -x);
-    const f16u e = exp16_small(arg);
-    f16u v = low != 0.0f ? (x < -87.0f ? (f16u)(0.0f) : e) : 1.0f / (1.0f + e);
-    v = x > (f16u)(LOGISTIC_HIGH) ? (f16u)(1.0f) : v;
-    v = x != x ? x : v;  // NaN
-    v = v < (f16u)(lo) ? (f16u)(lo) : v;
-    STORE16(O + i, v > (f16u)(hi) ? (f16u)(hi) : v);
-  }
+  for (; i + 16 <= c1; i += 16) STORE16(O + i, clamp16(logistic16(LOAD16(X + i)), lo, hi));
   for (; i < c1; i++) {
     const float x = X[i];
     const float v = x > LOGISTIC_HIGH ? 1.0f : (x < LOGISTIC_LOW ? exp(x) : 1.0f / (1.0f + exp(-x)));
@@ -109,4 +75,5 @@ __kernel void logistic(__global const float* restrict X, __global float* restric
   }
 }
 UNARY(tanh_, tanh(x))
+// the formula of common.cl's hard_swish16 (an epilogue's folded HARD_SWISH)
 UNARY(hard_swish, x * ((x + 3.0f) < 0.0f ? 0.0f : ((x + 3.0f) > 6.0f ? 6.0f : (x + 3.0f))) / 6.0f)

@@ -15,8 +15,9 @@
 // A element (m, k) is at m * lda + k, or m * lda + k * ask in the STRIDED_A instantiation
 // (BATCH_MATMUL's adj_x: lda 1, ask M); a runtime stride in the common one would cost registers.
 // Epilogue: v = clamp(acc + bias, lo, hi); with `res`, v = clamp(v + R[m][n], rlo, rhi); with
-// `prelu`, a folded PRELU: v >= 0 ? v : v * alpha[n] (alpha padded as the bias) (R rows
-// ldc apart, like C). Batched: global dim 2 runs over bd0 * bd1 * bd2 batches; batch (b0, b1, b2)
+// `post` (common.cl's post16), a folded PRELU (v >= 0 ? v : v * alpha[n], alpha padded as
+// the bias), HARD_SWISH or swish (R rows ldc apart, like C). Batched: global dim 2 runs over
+// bd0 * bd1 * bd2 batches; batch (b0, b1, b2)
 // reads A at b0 * as0 + b1 * as1 + b2 * as2 and packed B at bs0.. (stride 0: broadcast) and
 // writes C (and reads R) at b * M * ldc.
 // Work split: the (row block, panel) tiles, numbered row-major (all panels of a row block in turn:
@@ -34,7 +35,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
                         const int lda, const int ask, const int ldc, const float lo, const float hi,
                         const int res, const float rlo, const float rhi, const int bd1, const int bd2,
                         const int as0, const int as1, const int as2, const int bs0, const int bs1,
-                        const int bs2, const int tpi, const int panel_major, const int prelu) {
+                        const int bs2, const int tpi, const int panel_major, const int post) {
   const int blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
   const int t0 = get_global_id(0) * tpi;
   const int t1 = t0 + tpi < blocks * panels ? t0 + tpi : blocks * panels;
@@ -94,7 +95,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
     const int o = bt * (M * ldc) + m0 * ldc + n0;
     __global float* c = C + o;
     const __global float* r = R + o;
-    if (!res && !prelu && N >= NR && M >= MR) {  // a whole tile, no residual: plain stores
+    if (!res && !post && N >= NR && M >= MR) {  // a whole tile, no residual: plain stores
 #pragma unroll
       for (int i = 0; i < MR; i++) {
 #pragma unroll
@@ -102,7 +103,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
       }
       continue;
     }
-    // a residual or a PRELU, or fewer than MR rows or NR columns: through a private copy, row by
+    // a residual or a post op, or fewer than MR rows or NR columns: through a private copy, row by
     // row in a rolled loop (less code to JIT; the residual layers have long K loops to hide it)
     f16u tmp[MR][NV];
 #pragma unroll
@@ -117,7 +118,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
         for (int j = 0; j < NV; j++) {
           f16u v = clamp16(tmp[i][j], lo, hi);
           if (res) v = clamp16(v + LOAD16(r + i * ldc + j * 16), rlo, rhi);
-          if (prelu) v = prelu16(v, alpha + n0 + j * 16);
+          if (post) v = post16(v, alpha + n0 + j * 16, post);
           STORE16(c + i * ldc + j * 16, v);
         }
       }
@@ -130,7 +131,7 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
       for (int j = 0; j < NV && j * 16 < N - n0; j++) {
         f16u v = clamp16(tmp[i][j], lo, hi);
         if (res) v = clamp16(v + load_upto(r + i * ldc + j * 16, N - n0 - j * 16), rlo, rhi);
-        if (prelu) v = prelu16(v, alpha + n0 + j * 16);
+        if (post) v = post16(v, alpha + n0 + j * 16, post);
         store_upto(c + i * ldc + j * 16, v, N - n0 - j * 16);
       }
     }
@@ -171,7 +172,7 @@ __kernel void gemv_1x4(__global const float* restrict A, __global const float* r
                        const int lda, const int ask, const int ldc, const float lo, const float hi,
                        const int res, const float rlo, const float rhi, const int bd1, const int bd2,
                        const int as0, const int as1, const int as2, const int bs0, const int bs1,
-                       const int bs2, const int tpi, const int panel_major, const int prelu) {
+                       const int bs2, const int tpi, const int panel_major, const int post) {
   const int panels = (N + 63) / 64;
   const int p0 = get_global_id(0) * tpi;
   const int p1 = p0 + tpi < panels ? p0 + tpi : panels;
@@ -207,7 +208,7 @@ __kernel void gemv_1x4(__global const float* restrict A, __global const float* r
     for (int j = 0; j < 4; j++) {
       f16u w = clamp16(v[j], lo, hi);
       if (res) w = clamp16(w + LOAD16(R + n0 + j * 16), rlo, rhi);
-      if (prelu) w = prelu16(w, alpha + n0 + j * 16);
+      if (post) w = post16(w, alpha + n0 + j * 16, post);
       STORE16(C + n0 + j * 16, w);
     }
   }

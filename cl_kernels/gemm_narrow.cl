@@ -19,7 +19,7 @@ __kernel void GEMM_NARROW_NAME(__global const float* restrict A, __global const 
                                __global const float* restrict R, __global const float* restrict alpha,
                                const int M, const int K, const int lda, const float lo, const float hi,
                                const int res, const float rlo, const float rhi, const int vpi,
-                               const int prelu) {
+                               const int post) {
   const int flat = M * NN, vectors = (flat + 15) / 16;
   const int v0 = get_global_id(0) * vpi;
   const int v1 = v0 + vpi < vectors ? v0 + vpi : vectors;
@@ -55,7 +55,7 @@ __kernel void GEMM_NARROW_NAME(__global const float* restrict A, __global const 
       const int f = (v + g) * 16;
       f16u y = clamp16(t[g], lo, hi);
       if (res) y = clamp16(y + load_upto(R + f, flat - f), rlo, rhi);
-      if (prelu) y = prelu16(y, alpha);
+      if (post) y = post16(y, alpha, post);
       store_upto(C + f, y, flat - f);
     }
   }

@@ -21,7 +21,7 @@ import pytest
 from teflon_py import ir, zoo
 from teflon_py.tflite import options as O
 from teflon_py.tflite.builder import ModelBuilder
-from tests.harness import check_model
+from tests.harness import check_model, run_teflon
 
 pytest.importorskip("pyopencl")
 pytestmark = pytest.mark.model
@@ -222,6 +222,116 @@ def test_a_prelu_whose_input_is_read_elsewhere_does_not_fold(family: str) -> Non
     it = check_model(conv_prelu(1, 24, True, "channel", shared=True), "opencl")
     prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
     assert prelu not in compiled_partition(it).stats["folded"]
+
+
+def conv_act(act: str, producer: str, k: int, ch: int, *, with_add: bool = False, case: str = "") -> bytes:
+    """x -> ``producer`` ("conv" kxk, "depthwise" kxk, "depthwise2": depth multiplier 2, or "dwpw":
+    a 3x3 depthwise then a 1x1 conv) [-> ADD with x] -> ``act`` ("hard_swish"; "swish":
+    LOGISTIC then MUL(y, logistic); "swish-swapped": MUL(logistic, y)), as MobileNetV3's and
+    EfficientNet's blocks. ``case``: "shared" (the activation's input is also a graph output),
+    "logistic-out" (the swish's logistic is too), "relu-after" (a RELU6 after the activation),
+    "mul-relu" (the swish's MUL has a fused RELU), "other-reader" (a second op reads the input)."""
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    g = mb.main
+    shape = (1, 9, 7, ch)
+    x = g.add_input("x", shape, F32)
+    oc = 2 * ch if producer == "depthwise2" else ch
+    out_shape = (*shape[:3], oc)
+    y = g.add_tensor("conv", out_shape, F32)
+    b = g.add_constant("b", rng.standard_normal(oc).astype(F32))
+    if producer == "conv":
+        w = g.add_constant("w", (3 * rng.standard_normal((ch, k, k, ch)) / np.sqrt(k * k * ch)).astype(F32))
+        g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    elif producer == "dwpw":
+        d = g.add_tensor("dw", shape, F32)
+        dw_w = g.add_constant("dw/w", rng.standard_normal((1, 3, 3, ch)).astype(F32))
+        g.add_op("DEPTHWISE_CONV_2D", [x, dw_w, g.add_constant("dw/b", rng.standard_normal(ch).astype(F32))], [d],
+                 O.DepthwiseConv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1))
+        w = g.add_constant("w", (3 * rng.standard_normal((ch, 1, 1, ch)) / np.sqrt(ch)).astype(F32))
+        g.add_op("CONV_2D", [d, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+    else:
+        w = g.add_constant("w", rng.standard_normal((1, k, k, oc)).astype(F32))
+        g.add_op("DEPTHWISE_CONV_2D", [x, w, b], [y], O.DepthwiseConv2DOptions(
+            padding=ir.Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=oc // ch))
+    if with_add:
+        s = g.add_tensor("sum", out_shape, F32)
+        g.add_op("ADD", [y, x], [s], O.AddOptions())
+        y = s
+    out = g.add_tensor("out", out_shape, F32)
+    outputs = [out]
+    if act == "hard_swish":
+        g.add_op("HARD_SWISH", [y], [out])
+    else:
+        sig = g.add_tensor("sigmoid", out_shape, F32)
+        g.add_op("LOGISTIC", [y], [sig])
+        mul_act = ir.Activation.RELU if case == "mul-relu" else ir.Activation.NONE
+        g.add_op("MUL", [sig, y] if act == "swish-swapped" else [y, sig], [out],
+                 O.MulOptions(fused_activation_function=mul_act))
+        if case == "logistic-out":
+            outputs.append(sig)
+    if case == "relu-after":
+        clamped = g.add_tensor("clamped", out_shape, F32)
+        g.add_op("RELU6", [out], [clamped])
+        outputs[0] = clamped
+    if case == "shared":
+        outputs.append(y)
+    if case == "other-reader":
+        neg = g.add_tensor("neg", out_shape, F32)
+        g.add_op("NEG", [y], [neg])
+        outputs.append(neg)
+    g.mark_outputs(*outputs)
+    return mb.build()
+
+
+def _activation_ops(it) -> list[int]:
+    return [op.index for op in it.graph.operations if op.name in ("HARD_SWISH", "LOGISTIC", "MUL")]
+
+
+@pytest.mark.parametrize("act, producer, k, ch, with_add", [
+    ("hard_swish", "conv", 1, 24, False), ("swish", "conv", 1, 40, True), ("swish-swapped", "conv", 1, 8, False),
+    ("hard_swish", "conv", 3, 24, True), ("swish", "conv", 3, 5, False), ("hard_swish", "conv", 1, 5, False),
+    ("swish", "depthwise", 3, 24, False), ("hard_swish", "depthwise", 5, 40, False),
+    ("swish-swapped", "depthwise", 3, 8, False), ("hard_swish", "depthwise", 1, 24, False),
+    ("swish", "depthwise", 1, 5, False), ("hard_swish", "depthwise2", 3, 8, False),
+    ("swish", "dwpw", 1, 24, True), ("hard_swish", "dwpw", 1, 16, False)])
+def test_swish_folds_into_the_producer(family: str, act: str, producer: str, k: int, ch: int,
+                                       with_add: bool) -> None:
+    """A HARD_SWISH or a swish (LOGISTIC, then MUL by its input) after a conv or depthwise (after
+    the ADD folded into it) runs in that op's epilogue on the cpu family: gemm, gemm_narrow,
+    conv2d, the depthwise kernels (fast, rows, any, channel_map) and dwpw's 1x1 stage, one launch
+    for the block; the gpu family keeps it apart. LiteRT's numbers either way."""
+    x = np.random.default_rng(2).standard_normal((1, 9, 7, ch)).astype(np.float32)
+    it = check_model(conv_act(act, producer, k, ch, with_add=with_add), "opencl", inputs=[x])
+    stats = compiled_partition(it).stats
+    folded = set(_activation_ops(it)) <= set(stats["folded"])
+    assert folded == (family == "cpu")
+    if family == "cpu":
+        assert stats["launches"] == 1
+
+
+@pytest.mark.parametrize("act, producer, k, ch", [("hard_swish", "conv", 1, 24), ("swish", "conv", 3, 24),
+                                                   ("swish", "depthwise", 3, 24), ("hard_swish", "depthwise", 3, 8)])
+def test_folded_swish_matches_the_unfused_graph(family: str, act: str, producer: str, k: int, ch: int) -> None:
+    """The folded activation computes what the unfused one does (the same formulas, common.cl's
+    hard_swish16 and logistic16): the fused graph's output against the same graph with the
+    activation's input also an output (nothing folds), within a few float roundings."""
+    x = np.random.default_rng(4).standard_normal((1, 9, 7, ch)).astype(np.float32)
+    (fused,), _ = run_teflon(conv_act(act, producer, k, ch), [x], "opencl")
+    (unfused, _), it = run_teflon(conv_act(act, producer, k, ch, case="shared"), [x], "opencl")
+    assert not set(_activation_ops(it)) & set(compiled_partition(it).stats["folded"])
+    np.testing.assert_allclose(fused, unfused, rtol=4e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("act, case", [("hard_swish", "shared"), ("swish", "shared"), ("swish", "logistic-out"),
+                                       ("hard_swish", "relu-after"), ("swish", "relu-after"),
+                                       ("swish", "mul-relu"), ("swish-swapped", "other-reader")])
+def test_swish_whose_input_is_read_elsewhere_does_not_fold(family: str, act: str, case: str) -> None:
+    """The activation stays its own launch(es) when its input (or the swish's logistic) is a graph
+    output or has another reader, or when a clamp follows it (folded into the activation or the
+    MUL): an epilogue ends at the activation."""
+    it = check_model(conv_act(act, "conv", 1, 24, case=case), "opencl")
+    assert not set(_activation_ops(it)) & set(compiled_partition(it).stats["folded"])
 
 
 def dw_block(c: int, oc: int, k: int, stride: int, add: bool, prelu: bool, *, batch: int = 1, case: str = "",

@@ -43,6 +43,7 @@ from teflon_py.opencl.fusion import (
     intersect,
     live_flow,
     plan_depthwise_pointwise,
+    plan_epilogue_activations,
     plan_fusion,
     plan_prelu,
 )
@@ -211,6 +212,11 @@ class Builder:
         """The per-channel slopes of the PRELU folded into ``op``'s epilogue, applied last."""
         return self.plan.prelu.get(op.index)
 
+    def post_act(self, op: ir.Operation) -> str | None:
+        """The HARD_SWISH or swish folded into ``op``'s epilogue (``fusion.EPILOGUE_ACTIVATIONS``),
+        applied last, if any."""
+        return self.plan.post_act.get(op.index)
+
     def depthwise(self, op: ir.Operation) -> FoldedDepthwise | None:
         """The depthwise conv folded into ``op`` (a 1x1 conv reading its output), if any."""
         p = self.plan.depthwise.get(op.index)
@@ -290,6 +296,9 @@ class OpEmitter:
 
     def prelu(self) -> np.ndarray | None:
         return self.b.prelu(self.op)
+
+    def post_act(self) -> str | None:
+        return self.b.post_act(self.op)
 
     def depthwise(self) -> FoldedDepthwise | None:
         return self.b.depthwise(self.op)
@@ -375,8 +384,9 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
     if not params.gpu:  # a depthwise into the 1x1 conv after it: dwpw.cl, a cpu-family kernel
         plan_depthwise_pointwise(graph, nodes, partition.outputs, plan, lookup)
     residuals = plan_residuals(graph, nodes, partition.outputs, plan, lookup)
-    if not params.gpu:  # the gpu family's kernels have no PRELU epilogue
+    if not params.gpu:  # the gpu family's kernels have no PRELU or activation epilogue
         plan_prelu(graph, nodes, partition.outputs, plan, lookup)
+        plan_epilogue_activations(graph, nodes, partition.outputs, plan, lookup)
     b = Builder(graph, nodes, plan, residuals, params)
     for i in nodes:
         op = graph.operations[i]

@@ -7,6 +7,11 @@
 - A float PRELU whose slopes are a constant per channel (or one slope) and whose input comes, with
   no other reader, from an op that takes it (``Lowering.fuses_prelu``: CONV_2D on the cpu kernel
   family, after any ADD folded into that conv) folds into that op's epilogue (``plan_prelu``).
+- A float32 HARD_SWISH, or a swish (LOGISTIC(x) and a MUL of x by it, in either order, with no
+  fused activation), whose input x comes, with no other reader (for swish: the two ops), from an
+  op that takes it (``Lowering.fuses_swish``: CONV_2D and DEPTHWISE_CONV_2D on the cpu kernel
+  family) folds into that op's epilogue, applied after its clamp and any folded ADD
+  (``plan_epilogue_activations``; no launch, no memory pass for x or the logistic).
 - A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose
   output feeds only input 0 of an op that takes explicit padding (``Lowering.folds_pad``: conv,
   depthwise, pools) folds into that op's padding.
@@ -28,11 +33,14 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import Clamp, Pads
-from teflon_py.ops.common import Padding
+from teflon_py.ops.common import NO_ACTIVATION, Padding
 from teflon_py.ops.unary import clamp_of
 
 #: Standalone activations that fold into their producer (their clamp: ``ops.unary.clamp_of``).
 CLAMP_OPS = ("RELU", "RELU6", "RELU_N1_TO_1")
+#: Activations that fold into a float producer's epilogue (``plan_epilogue_activations``), by the
+#: names ``specs.POST_CODES`` gives the kernels: HARD_SWISH, and swish (x * LOGISTIC(x)).
+EPILOGUE_ACTIVATIONS = ("HARD_SWISH", "SWISH")
 
 
 def op_clamp(name: str) -> Clamp:
@@ -74,6 +82,7 @@ class FusionPlan:
     pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
     prelu: dict[int, np.ndarray] = field(default_factory=dict)  # producer -> its folded PRELU's slopes [C]
     depthwise: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the depthwise folded into it
+    post_act: dict[int, str] = field(default_factory=dict)  # producer -> its folded EPILOGUE_ACTIVATIONS entry
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -229,7 +238,7 @@ def plan_prelu(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pl
             continue
         x = op.inputs[0]
         p = writer.get(x)
-        if p is None or p in plan.prelu or x in kept or readers.get(x) != [i]:
+        if p is None or p in plan.prelu or p in plan.post_act or x in kept or readers.get(x) != [i]:
             continue
         producer = graph.operations[p]
         low = lookup(producer)
@@ -280,3 +289,60 @@ def plan_depthwise_pointwise(graph: ir.Graph, nodes: Sequence[int], outputs: Seq
             continue
         plan.skip.add(p)
         plan.depthwise[i] = p
+
+
+def swish_mul(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]]) -> ir.Operation | None:
+    """The MUL completing a swish with ``op`` (a LOGISTIC of x): the only reader of the logistic,
+    multiplying it by x (either order) with no fused activation; else None."""
+    if op.name != "LOGISTIC" or len(op.inputs) != 1:
+        return None
+    x, s = op.inputs[0], op.outputs[0]
+    users = readers.get(s, [])
+    if len(users) != 1:
+        return None
+    mul = graph.operations[users[0]]
+    if mul.name != "MUL" or sorted(mul.inputs) != sorted((x, s)) or x == s:
+        return None
+    if getattr(mul.attrs, "activation", NO_ACTIVATION) != NO_ACTIVATION:
+        return None
+    return mul
+
+
+def plan_epilogue_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+                              lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each float32 HARD_SWISH, and each swish (LOGISTIC of x, then MUL of x by it), into the
+    op that writes x (after the other folds: a conv that took an ADD writes the ADD's output),
+    when that op's lowering ``fuses_swish`` and nothing else reads x nor, for a swish, the
+    logistic (no partition or graph output among them, no activation folded into the ops).
+    Updates ``plan``: the producer then writes the activation's output."""
+    kept = set(outputs) | set(graph.outputs)
+    live, readers, writer = live_flow(graph, nodes, plan)
+    for i in live:
+        op = graph.operations[i]
+        if i in plan.skip or len(op.inputs) != 1:  # skip: the MUL of a swish folded above
+            continue
+        x = op.inputs[0]
+        if op.name == "HARD_SWISH":
+            act, folded, inner = "HARD_SWISH", [i], [x]
+        else:
+            mul = swish_mul(graph, op, readers)
+            if mul is None:
+                continue
+            act, folded, inner = "SWISH", [i, mul.index], [x, op.outputs[0]]
+        y = graph.operations[folded[-1]].outputs[0]
+        if sorted(readers.get(x, [])) != sorted(folded) or any(t in kept for t in inner):
+            continue
+        if any(f in plan.clamp for f in folded):  # a RELU folded into the activation: not an epilogue's
+            continue
+        p = writer.get(x)
+        if p is None or p in plan.prelu or p in plan.post_act:
+            continue
+        low = lookup(graph.operations[p])
+        if low is None or not getattr(low, "fuses_swish", False) or getattr(low, "kind", None) != "float32":
+            continue
+        if graph.tensors[x].dtype != np.float32 or tuple(graph.tensors[x].shape) != tuple(graph.tensors[y].shape):
+            continue
+        plan.skip.update(folded)
+        plan.post_act[p] = act
+        plan.output[p] = y
+        writer[y] = p

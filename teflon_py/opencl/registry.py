@@ -38,7 +38,9 @@ a PAD into its input or a RELU into its output. ``fuses_activation=True`` lets a
 RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp()``);
 ``folds_pad=True`` lets a zero PAD on H/W fold into it (it must honour ``ctx.pads()``);
 ``fuses_prelu=True`` lets a following float PRELU with per-channel (or one) constant slopes fold
-into it on the cpu kernel family (it must apply ``ctx.prelu()`` last).
+into it on the cpu kernel family (it must apply ``ctx.prelu()`` last); ``fuses_swish=True`` lets a
+following float HARD_SWISH or swish (x * LOGISTIC(x)) fold into it there (it must apply
+``ctx.post_act()`` last, after its clamp and any folded ADD).
 ``compiled.py`` then places tensors (arena, zero-copy inputs/outputs, constants), builds the
 programs and creates the kernels once.
 """
@@ -125,6 +127,8 @@ class OpEmit(Protocol):
 
     def prelu(self) -> Any: ...
 
+    def post_act(self) -> str | None: ...
+
     def depthwise(self) -> Any: ...
 
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None: ...
@@ -159,6 +163,7 @@ class Lowering:
     fuses_activation: bool = False
     folds_pad: bool = False
     fuses_prelu: bool = False
+    fuses_swish: bool = False
 
 
 #: op name -> kind (dtype name of its data operand: "float32", "int8", "uint8", "bool"...) -> Lowering
@@ -168,7 +173,8 @@ LOWERINGS: dict[str, dict[str, Lowering]] = {}
 def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = None,
              check: Checker | None = None, params: tuple[int, ...] = (),
              constants: tuple[int, ...] = (), max_rank: int | None = 4, fuses_activation: bool = False,
-             folds_pad: bool = False, fuses_prelu: bool = False) -> Callable[[Emitter], Emitter]:
+             folds_pad: bool = False, fuses_prelu: bool = False,
+             fuses_swish: bool = False) -> Callable[[Emitter], Emitter]:
     """Decorator: register ``emit(ctx, attrs)`` for ``ops`` on data operands of ``kind``, with
     ``check(attrs, tensors, caps)`` (see the module docstring for the other arguments)."""
 
@@ -179,7 +185,7 @@ def register(*ops: str, kind: str = "float32", dtypes: tuple[str, ...] | None = 
                 raise ValueError(f"OpenCL lowering for {name} ({kind}) registered twice")
             LOWERINGS.setdefault(name, {})[kind] = Lowering(
                 name, fn, kind, allowed, check, tuple(params), tuple(constants), max_rank,
-                fuses_activation, folds_pad, fuses_prelu)
+                fuses_activation, folds_pad, fuses_prelu, fuses_swish)
         return fn
 
     return wrap

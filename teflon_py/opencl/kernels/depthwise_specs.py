@@ -24,6 +24,7 @@ from teflon_py.opencl.kernels.specs import (
     Window,
     clamp_of,
     padded_windows,
+    post_code,
     scalars,
 )
 from teflon_py.opencl.runtime.programs import FileEntry, template
@@ -47,24 +48,26 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
                    dilation: tuple[int, int] = (1, 1), padding: ir.Padding | int = ir.Padding.SAME,
                    activation: ir.Activation | int | Clamp = ir.Activation.NONE, pads: Pads = NO_PADS,
                    pw: int | None = None, rh: int | None = None, cbn: int | None = None,
-                   tiles: CpuTiles = AVX512) -> KernelSpec:
+                   tiles: CpuTiles = AVX512, post_act: str | None = None) -> KernelSpec:
     """NHWC DEPTHWISE_CONV_2D with TFLite's filter [1][KH][KW][C*depth_multiplier]; ``pw``, ``rh``
-    and ``cbn`` force a fast kernel's blocking (pixels, rows, 16-channel blocks per work-item)."""
+    and ``cbn`` force a fast kernel's blocking (pixels, rows, 16-channel blocks per work-item);
+    ``post_act``: a HARD_SWISH or swish folded in after the clamp (``specs.post_code``)."""
     nb, ih, iw, c = input_shape
     _, kh, kw, oc = filt.shape
     if oc != c * depth_multiplier:
         raise ValueError(f"filter has {oc} channels, input {c} x depth multiplier {depth_multiplier}")
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     lo, hi = clamp_of(activation)
+    post = post_code(None, post_act)
     flops = 2 * nb * wh.out * ww.out * oc * kh * kw
     if depth_multiplier == 1 and c < 16 and 16 % c == 0 and stride[1] == 1 and dilation[1] == 1:
-        return _depthwise_rows(input_shape, filt, bias, stride[0], dilation[0], wh, ww, (lo, hi), tiles)
+        return _depthwise_rows(input_shape, filt, bias, stride[0], dilation[0], wh, ww, (lo, hi), tiles, post)
     fast = None
     if dilation == (1, 1) and depth_multiplier == 1 and c >= 16:
         fast = tiles.depthwise_blocking(kw, stride[1])
     if fast is None:
         return _depthwise_any(input_shape, filt, bias, depth_multiplier, stride, dilation, wh, ww, (lo, hi),
-                              tiles)
+                              tiles, post)
     files, entry = depthwise_files(tiles), f"depthwise_{kw}x{stride[1]}"
     if (pw or fast[0], rh or fast[1]) != fast:  # a forced blocking: its own instantiation
         fast = (pw or fast[0], rh or fast[1])
@@ -75,7 +78,7 @@ def depthwise_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bia
     n_tiles = -(-ww.out // fast[0]) * -(-wh.out // fast[1]) * nb
     cbn = cbn or max(1, min(blocks, blocks * n_tiles // DEPTHWISE_ITEMS))
     args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0], PT=wh.pad, PL=ww.pad,
-                   lo=float(lo), hi=float(hi), cbn=cbn)
+                   lo=float(lo), hi=float(hi), cbn=cbn, post=post)
     return KernelSpec(
         files=files, name="depthwise", defines={},
         global_size=(-(-blocks // cbn), -(-ww.out // fast[0]), nb * -(-wh.out // fast[1])), local_size=(1, 1, 1),
@@ -91,7 +94,7 @@ DEPTHWISE_ROWS_ITEMS = 16
 
 
 def _depthwise_rows(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, sh: int,
-                    dh: int, wh: Window, ww: Window, clamp: Clamp, tiles: CpuTiles) -> KernelSpec:
+                    dh: int, wh: Window, ww: Window, clamp: Clamp, tiles: CpuTiles, post: int = 0) -> KernelSpec:
     """``depthwise_rows``: depth multiplier 1, C in (1, 2, 4, 8), stride and dilation 1 along W;
     an output row as flat vectors (lane l is channel l % C)."""
     nb, ih, iw, c = input_shape
@@ -103,7 +106,7 @@ def _depthwise_rows(input_shape: tuple[int, int, int, int], filt: np.ndarray, bi
     rows = nb * wh.out
     rpi = max(1, rows * segments // DEPTHWISE_ROWS_ITEMS)
     args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, fw=kw, SH=sh, DH=dh, PT=wh.pad,
-                   PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), rpi=rpi)
+                   PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), rpi=rpi, post=post)
     return KernelSpec(
         files=depthwise_files(tiles), name="depthwise", defines={},
         global_size=(segments, -(-rows // rpi)), local_size=(1, 1),
@@ -116,14 +119,14 @@ def _depthwise_rows(input_shape: tuple[int, int, int, int], filt: np.ndarray, bi
 
 def _depthwise_any(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None, dm: int,
                    stride: tuple[int, int], dilation: tuple[int, int], wh: Window, ww: Window,
-                   clamp: Clamp, tiles: CpuTiles = AVX512) -> KernelSpec:
+                   clamp: Clamp, tiles: CpuTiles = AVX512, post: int = 0) -> KernelSpec:
     """The general depthwise kernel: any filter, stride, dilation, depth multiplier, channels."""
     nb, ih, iw, c = input_shape
     _, kh, kw, oc = filt.shape
     ocp = packing.round_up(oc, 16)
     args = scalars(NB=nb, IH=ih, IW=iw, C=c, DM=dm, OC=oc, OCP=ocp, OH=wh.out, OW=ww.out, KH=kh, SH=stride[0],
                    DH=dilation[0], PT=wh.pad, PL=ww.pad, lo=float(clamp[0]), hi=float(clamp[1]), fw=kw,
-                   sw=stride[1], dw=dilation[1])
+                   sw=stride[1], dw=dilation[1], post=post)
     return KernelSpec(
         files=depthwise_files(tiles), name="depthwise", defines={},
         global_size=(ocp // 16, -(-ww.out // 8), nb * wh.out), local_size=(1, 1, 1),

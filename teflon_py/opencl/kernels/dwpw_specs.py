@@ -20,6 +20,7 @@ from teflon_py.opencl.kernels.specs import (
     clamp_of,
     epilogue_scalars,
     padded_windows,
+    post_code,
     scalars,
 )
 from teflon_py.opencl.runtime.programs import template
@@ -71,10 +72,12 @@ def dwpw_spec(input_shape: tuple[int, int, int, int], dw_filter: np.ndarray, dw_
               padding: ir.Padding | int = ir.Padding.SAME, pads: Pads = NO_PADS,
               dw_clamp: Clamp | ir.Activation = ir.Activation.NONE,
               activation: Clamp | ir.Activation = ir.Activation.NONE, residual: Clamp | None = None,
-              alpha: np.ndarray | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
+              alpha: np.ndarray | None = None, post_act: str | None = None,
+              tiles: CpuTiles = AVX512) -> KernelSpec:
     """NHWC depthwise (filter [1][KH][KW][C], depth multiplier 1, dilation 1) clamped by ``dw_clamp``,
     then a 1x1 conv (TFLite filter [OC][1][1][C]) with ``activation``, ``residual`` (an ADD's clamp;
-    the caller binds "residual") and ``alpha`` (a PRELU's slopes) as ``gemm_spec`` takes them."""
+    the caller binds "residual"), ``alpha`` (a PRELU's slopes) and ``post_act`` (a HARD_SWISH or
+    swish) as ``gemm_spec`` takes them."""
     nb, ih, iw, c = input_shape
     _, kh, kw, dc = dw_filter.shape
     oc = pw_filter.shape[0]
@@ -95,7 +98,7 @@ def dwpw_spec(input_shape: tuple[int, int, int, int], dw_filter: np.ndarray, dw_
     args = scalars(NB=nb, IH=ih, IW=iw, C=c, OH=wh.out, OW=ww.out, KH=kh, KW=kw, SH=stride[0], SW=stride[1],
                    PT=wh.pad, PL=ww.pad, dlo=dlo, dhi=dhi, OC=oc)
     args.update(epilogue_scalars(activation, residual))
-    args.update(scalars(prelu=int(alpha is not None), pbn=pbn, pgn=pgn))
+    args.update(scalars(post=post_code(alpha, post_act), pbn=pbn, pgn=pgn))
     constants = {"dw_weights": np.ascontiguousarray(np.asarray(dw_filter, np.float32)[0]),
                  "dw_bias": packing.pad_vector(dw_bias, c, c),
                  "weights": packing.pack_gemm_weights(np.asarray(pw_filter, np.float32).reshape(oc, c).T, 16),

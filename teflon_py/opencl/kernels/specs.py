@@ -138,6 +138,22 @@ def fused_clamp(activation: ir.Activation | int | FusedActivation) -> Clamp:
     return (max(lo, -FLT_MAX), min(hi, FLT_MAX))
 
 
+#: The op an epilogue applies last, after its clamp and any residual (the kernels' ``post``
+#: argument, common.cl's ``post16``; 0: none): a folded PRELU (its slopes bound as "alpha"), or a
+#: folded activation (``fusion.EPILOGUE_ACTIVATIONS``): HARD_SWISH, or swish x * LOGISTIC(x).
+POST_CODES = {"PRELU": 1, "HARD_SWISH": 2, "SWISH": 3}
+
+
+def post_code(alpha: np.ndarray | None = None, activation: str | None = None) -> int:
+    """The ``post`` argument for a folded PRELU's slopes ``alpha`` or a folded ``activation``
+    (a key of ``POST_CODES``; an epilogue applies one of them at most)."""
+    if alpha is not None and activation is not None:
+        raise ValueError(f"an epilogue applies a PRELU or {activation}, not both")
+    if activation is not None and activation not in POST_CODES or activation == "PRELU":
+        raise ValueError(f"no epilogue activation {activation!r}")
+    return POST_CODES["PRELU"] if alpha is not None else POST_CODES[activation] if activation else 0
+
+
 def scalars(**values: float) -> dict[str, np.int32 | np.float32]:
     """Kernel by-value arguments: ints as int32, floats as float32 (infinities allowed)."""
     return {k: np.float32(v) if isinstance(v, float) else np.int32(v) for k, v in values.items()}
@@ -219,17 +235,19 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
               pack_strides: tuple[int, int] | None = None, mr: int | None = None,
               nv: int | None = None, residual: Clamp | None = None, tpi: int | None = None,
               panel_major: bool | None = None, tiles: CpuTiles = AVX512,
-              alpha: np.ndarray | None = None) -> KernelSpec:
+              alpha: np.ndarray | None = None, post_act: str | None = None) -> KernelSpec:
     """C[m][n] = act(A[m][k] . B + bias) with A rows ``lda`` apart and C rows ``ldc`` apart.
 
     ``b_kn`` is B as [K][N] (or [batches][K][N]), packed here; None when B is packed on the device
     by ``pack_b_spec`` (then ``pack_strides`` = B's (k, n) strides, and the caller binds "weights").
     ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
-    tensor shaped like C. ``alpha``: the per-column slopes of a PRELU folded in after it.
+    tensor shaped like C. ``alpha``: the per-column slopes of a PRELU folded in after it;
+    ``post_act``: instead a HARD_SWISH or swish folded in after it (``post_code``).
     """
     if (n < 16 and 16 % n == 0 and ask == 1 and b_kn is not None and np.ndim(b_kn) == 2
             and (batching is None or batching.count == 1) and not (mr or nv or tpi)):
-        return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual, alpha)
+        return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual, alpha,
+                                 post_act)
     gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
     nv = 4 if gemv else nv or choose_nv(n, tiles)
     mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
@@ -257,7 +275,7 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
             tpi = max(tpi, -(-n_tiles // GEMM_MIN_ITEMS))
         elif tpi >= panels:  # whole rows per item: each C row written by one work-item
             tpi = -(-tpi // panels) * panels
-    args.update(scalars(tpi=tpi, panel_major=int(panel_major), prelu=int(alpha is not None)))
+    args.update(scalars(tpi=tpi, panel_major=int(panel_major), post=post_code(alpha, post_act)))
     global_size = (-(-n_tiles // tpi), 1, global_size[2])
     constants = {"bias": packing.panel_bias(bias, n, nr)}
     if alpha is not None:
@@ -290,7 +308,8 @@ GEMM_NARROW_ITEMS = 16
 
 def _gemm_narrow_spec(m: int, n: int, k: int, b_kn: np.ndarray, bias: np.ndarray | None,
                       activation: ir.Activation | int | Clamp, lda: int, ldc: int,
-                      residual: Clamp | None, alpha: np.ndarray | None = None) -> KernelSpec:
+                      residual: Clamp | None, alpha: np.ndarray | None = None,
+                      post_act: str | None = None) -> KernelSpec:
     """``gemm_narrow.cl`` for N in (1, 2, 4, 8) constant columns (C as flat 16-float vectors)."""
     if ldc != n:
         raise ValueError(f"gemm_narrow writes C rows {n} apart, not {ldc}")
@@ -302,7 +321,7 @@ def _gemm_narrow_spec(m: int, n: int, k: int, b_kn: np.ndarray, bias: np.ndarray
     vpi = -(-vpi // 4) * 4  # whole groups of the kernel's 4 vectors
     args = scalars(M=m, K=k, lda=lda)
     args.update(epilogue_scalars(activation, residual))
-    args.update(scalars(vpi=vpi, prelu=int(alpha is not None)))  # the kernel's order
+    args.update(scalars(vpi=vpi, post=post_code(alpha, post_act)))  # the kernel's order
     constants = {"weights": np.ascontiguousarray(b16), "bias": bias16.astype(np.float32)}
     if alpha is not None:
         constants["alpha"] = np.tile(packing.pad_vector(alpha, n, n), reps)
@@ -378,13 +397,13 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 activation: ir.Activation | int | Clamp = ir.Activation.NONE,
                 pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
                 residual: Clamp | None = None, tiles: CpuTiles = AVX512,
-                alpha: np.ndarray | None = None) -> KernelSpec:
+                alpha: np.ndarray | None = None, post_act: str | None = None) -> KernelSpec:
     """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM,
     and so does a window that covers the whole unpadded input (one output pixel: a GEMV).
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
     ``residual``: an ADD folded into the epilogue, ``alpha``: a PRELU's per-channel slopes after
-    it (see ``gemm_spec``).
+    it, ``post_act``: instead a HARD_SWISH or swish after it (see ``gemm_spec``).
     """
     nb, ih, iw, ic = input_shape
     oc, kh, kw, fic = filt.shape
@@ -393,12 +412,12 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     if (kh, kw) == (1, 1) and stride == (1, 1) and pads == NO_PADS and pw is None:
         spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
-                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha)
+                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act)
         return _replace(spec, out_shape=(nb, ih, iw, oc))
     if ((wh.out, ww.out, wh.pad, ww.pad) == (1, 1, 0, 0) and (kh, kw) == (ih, iw) and pads == NO_PADS
             and pw is None):  # one window over the whole input: a fully connected layer (face landmarks' head)
         spec = gemm_spec(nb, oc, kh * kw * ic, np.asarray(filt, np.float32).reshape(oc, -1).T, bias,
-                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha)
+                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act)
         return _replace(spec, out_shape=(nb, 1, 1, oc))
     nv = nv or choose_nv(oc, tiles)
     pw = pw or tiles.rows_for(nv)  # fewer pixels than pw take the kernel's edge path (no new variant)
@@ -410,7 +429,7 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     args.update(epilogue_scalars(activation, residual))
     pixel_blocks = -(-npix // pw)
     pbn = max(1, min(pixel_blocks, pixel_blocks * (ocp // ocb) // GEMM_ITEMS))
-    args.update(scalars(pbn=pbn, prelu=int(alpha is not None)))
+    args.update(scalars(pbn=pbn, post=post_code(alpha, post_act)))
     constants = {"weights": packing.pack_conv_weights_shifted(np.asarray(filt, np.float32), ocb),
                  "bias": packing.panel_bias(bias, oc, ocb)}
     if alpha is not None:

@@ -107,12 +107,13 @@ def _bias(ctx: OpEmit) -> np.ndarray | None:
 
 
 @register("CONV_2D", check=check_conv_2d, constants=(1, 2), fuses_activation=True, folds_pad=True,
-          fuses_prelu=True)
+          fuses_prelu=True, fuses_swish=True)
 def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     """Implicit-GEMM convolution (``conv2d.cl``), or ``gemm.cl`` over pixels for 1x1 stride 1
     (the GPU family: both in ``gpu_gemm.cl``); an ADD that ``compiled.plan_residuals`` folded
-    into it is added in the epilogue. A depthwise conv folded into a 1x1 conv
-    (``fusion.plan_depthwise_pointwise``, cpu family) runs with it as one ``dwpw.cl`` launch."""
+    into it is added in the epilogue, then a folded PRELU, HARD_SWISH or swish (cpu family). A
+    depthwise conv folded into a 1x1 conv (``fusion.plan_depthwise_pointwise``, cpu family) runs
+    with it as one ``dwpw.cl`` launch."""
     x = ctx.input()
     residual = ctx.residual()  # a following ADD folded in
     res_clamp = residual.clamp if residual is not None else None
@@ -122,7 +123,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         spec = dwpw_specs.dwpw_spec(ctx.shape(x), dw.weights, dw.bias, ctx.constant(ctx.operand(1)), _bias(ctx),
                                     stride=dw.strides, padding=dw.padding, pads=dw.pads, dw_clamp=dw.clamp,
                                     activation=ctx.clamp(), residual=res_clamp, alpha=ctx.prelu(),
-                                    tiles=ctx.params.tiles)
+                                    post_act=ctx.post_act(), tiles=ctx.params.tiles)
     else:
         kw = {"stride": attrs.strides, "dilation": attrs.dilations, "padding": attrs.padding,
               "activation": ctx.clamp(), "pads": ctx.pads(), "residual": res_clamp}
@@ -130,7 +131,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
             spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
         else:
             spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx),
-                                       tiles=ctx.params.tiles, alpha=ctx.prelu(), **kw)
+                                       tiles=ctx.params.tiles, alpha=ctx.prelu(), post_act=ctx.post_act(), **kw)
     if residual is not None:
         ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
     else:
@@ -138,22 +139,23 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
 
 
 @register("DEPTHWISE_CONV_2D", check=check_depthwise_conv_2d, constants=(1, 2), fuses_activation=True,
-          folds_pad=True, fuses_prelu=True)
+          folds_pad=True, fuses_prelu=True, fuses_swish=True)
 def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     """16 channels x a row of pixels per work-item (``depthwise.cl``), or on the GPU family one
     channel x a small pixel patch per work-item (``gpu_depthwise.cl``); any depth multiplier. A
     1x1 kernel at stride 1 is a per-channel x * w + b over the flat tensor (``channel_map``, on
     the cpu family); a PRELU folded in (cpu family) runs in that launch, or after the others as
-    a ``channel_map`` of their output."""
+    a ``channel_map`` of their output; a folded HARD_SWISH or swish (cpu family) runs in the
+    epilogue of each."""
     x = ctx.input()
     w = ctx.constant(ctx.operand(1))
     shape = ctx.shape(x)
     multiplier = w.shape[3] // shape[3]
-    slopes = ctx.prelu()
+    slopes, post_act = ctx.prelu(), ctx.post_act()
     if (not ctx.params.gpu and w.shape[1:3] == (1, 1) and multiplier == 1 and tuple(attrs.strides) == (1, 1)
             and ctx.pads() == kernels.NO_PADS):
         spec = channel_map_spec(int(np.prod(shape)), shape[3], weights=w.reshape(-1), bias=_bias(ctx),
-                                slopes=slopes, clamp=ctx.clamp())
+                                slopes=slopes, clamp=ctx.clamp(), post_act=post_act)
         ctx.launch(spec, input=x, output=ctx.output())
         return
     kw = {"depth_multiplier": multiplier, "stride": attrs.strides, "dilation": attrs.dilations,
@@ -161,7 +163,7 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     if ctx.params.gpu:
         spec = gpu_small.depthwise_gpu_spec(shape, w, _bias(ctx), params=ctx.params, **kw)
     else:
-        spec = depthwise_specs.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, **kw)
+        spec = depthwise_specs.depthwise_spec(shape, w, _bias(ctx), tiles=ctx.params.tiles, post_act=post_act, **kw)
     if slopes is None:
         ctx.launch(spec, input=x, output=ctx.output())
         return
