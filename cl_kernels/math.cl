@@ -84,7 +84,7 @@ __kernel void unary_math(__global const float* restrict X, __global float* restr
     UNARY_CASE(10, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x))       // SIGN (0 and NaN pass through)
     UNARY_CASE(11, x > 0.0f ? x : x * p)                           // LEAKY_RELU
     UNARY_VCASE(12, x < 0.0f ? expm1(x) : x)                       // ELU
-    UNARY_VCASE(13, 0.5f * x * erfc(x * -0.70710678118654752f))    // GELU
+    // 13: GELU runs elementwise.cl's gelu (its own erfc, 16 lanes at a time)
     UNARY_VCASE(14, 0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))))  // GELU approximate
     UNARY_CASE(15, ceil(x))                                        // CEIL
     UNARY_CASE(16, rint(x))                                        // ROUND: half to even
