@@ -35,6 +35,11 @@ class CpuTiles:
     #: convolution (qconv.cl); a layer takes as many vectors as its channels fill, up to the most
     #: here (each is its own program: fewer shapes, fewer programs to build and JIT)
     qconv: tuple[tuple[int, int], ...] = ((14, 1), (12, 2), (8, 3), (6, 4))
+    #: pixels per block of conv2d_narrow.cl (8 output channels per vector: layers with fewer
+    #: than 16, ``specs.conv2d_spec``); on the Zen 3, hand_recrop's 8-channel layers ran 6-12%
+    #: faster with 8 than with 10 or 12, 15-30% faster than with 6 or 14 (8 accumulators, a
+    #: register each; the NEON/SSE table's 16 of 4 floats, as its gemm tile)
+    narrow_pixels: int = 8
 
     @property
     def tile_rows(self) -> dict[int, int]:
