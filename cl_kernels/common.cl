@@ -69,30 +69,3 @@ inline void store_upto(__global float* p, f16u v, int n) {
   if (n >= 16) STORE16(p, v);
   else store_tail(p, v, n);
 }
-
-// 8-wide versions of the epilogue helpers above, for conv2d.cl's narrow tiles (fewer than 16
-// output channels: 8 per vector).
-inline f8u clamp8(f8u v, float lo, float hi) {
-  v = v < (f8u)(lo) ? (f8u)(lo) : v;
-  return v > (f8u)(hi) ? (f8u)(hi) : v;
-}
-
-inline f8u prelu8(f8u v, const __global float* a) {
-  const f8u s = LOAD8(a);
-  return v >= (f8u)(0.0f) ? v : v * s;
-}
-
-inline f8u load_upto8(const __global float* p, int n) {
-  if (n >= 8) return LOAD8(p);
-  f8u v = 0.0f;
-  for (int l = 0; l < n; l++) v[l] = p[l];
-  return v;
-}
-
-inline void store_upto8(__global float* p, f8u v, int n) {
-  if (n >= 8) {
-    STORE8(p, v);
-    return;
-  }
-  for (int l = 0; l < n; l++) p[l] = v[l];
-}

@@ -17,6 +17,36 @@
 // layers with fewer than 8 channels. A work-item computes `pbn` blocks in turn.
 // Global size (P, ceil(NB * OH * ceil(OW / PW) / pbn)), local 1x1.
 
+// common.cl's 16-wide epilogue helpers, 8 wide; defined once per program however many
+// instantiations it holds (the guard is not among the template's #undefs).
+#ifndef CONV2D_NARROW_HELPERS
+#define CONV2D_NARROW_HELPERS
+inline f8u clamp8(f8u v, float lo, float hi) {
+  v = v < (f8u)(lo) ? (f8u)(lo) : v;
+  return v > (f8u)(hi) ? (f8u)(hi) : v;
+}
+
+inline f8u prelu8(f8u v, const __global float* a) {
+  const f8u s = LOAD8(a);
+  return v >= (f8u)(0.0f) ? v : v * s;
+}
+
+inline f8u load_upto8(const __global float* p, int n) {  // the first n (< 8: a tail) lanes, the rest 0
+  if (n >= 8) return LOAD8(p);
+  f8u v = 0.0f;
+  for (int l = 0; l < n; l++) v[l] = p[l];
+  return v;
+}
+
+inline void store_upto8(__global float* p, f8u v, int n) {
+  if (n >= 8) {
+    STORE8(p, v);
+    return;
+  }
+  for (int l = 0; l < n; l++) p[l] = v[l];
+}
+#endif
+
 __kernel void CONV2D_NARROW_NAME(__global const float* restrict in, __global const float* restrict w,
                                  __global const float* restrict bias, __global const float* restrict zeros,
                                  __global float* restrict out, __global const float* restrict R,

@@ -12,7 +12,9 @@ Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and B
 - gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``tiles.blockings``; NV
   chosen per layer for the least padded work (``choose_nv``); the last panel and the last row
   block shifted back to end at the tensor's edge (``packing.panel_starts``), so tiles are whole;
-  each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn.
+  each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn. A conv with fewer than 16
+  output channels takes ``conv2d_narrow.cl`` instead: 8-channel panels x ``tiles.narrow_pixels``
+  pixels of one output row (MediaPipe's 8-channel layers ran 2x faster than on 16-wide tiles).
 - gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
   row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
   panel while rereading the current one from L2 (gemm.cl).
@@ -372,8 +374,8 @@ def padded_windows(ih: int, iw: int, kh: int, kw: int, stride: tuple[int, int], 
     return Window(wh.out, wh.pad + pt), Window(ww.out, ww.pad + pl)
 
 
-#: Output channels below which a convolution takes conv2d.cl's narrow tiles (8 channels per vector,
-#: ``CpuTiles.narrow_pixels`` pixels per work-item): a 16-wide tile would be half empty or worse.
+#: Output channels below which a convolution takes ``conv2d_narrow.cl`` (8 channels per vector,
+#: ``CpuTiles.narrow_pixels`` pixels per block): a 16-wide tile would be half empty or worse.
 NARROW_CHANNELS = 16
 
 
