@@ -125,6 +125,19 @@ def build_cases(dc, cache, sweep: bool) -> list[Case]:
         s = kernels.conv2d_spec(x.shape, w, b, nv=nv, pw=pw)
         cases.append(kernel_case(dc, cache, f"  conv2d nv={nv} pw={pw}", s, x))
 
+    # 3x3 conv 256x256x3 -> 8, stride 2, SAME (MediaPipe hand_recrop's stem): conv2d_narrow.cl
+    x = rng.standard_normal((1, 256, 256, 3)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    spec = kernels.conv2d_spec(x.shape, w, b, stride=(2, 2))
+    cases.append(kernel_case(dc, cache, "3x3 conv 256x256x3->8 s2", spec, x))
+    for pw in (6, 10, 12, 14) if sweep else ():
+        s = kernels.conv2d_spec(x.shape, w, b, stride=(2, 2), pw=pw)
+        cases.append(kernel_case(dc, cache, f"  conv2d_narrow pw={pw}", s, x))
+    if sweep:  # the 16-channel tiles it replaced
+        s = kernels.conv2d_spec(x.shape, w, b, stride=(2, 2), nv=1, pw=6)
+        cases.append(kernel_case(dc, cache, "  conv2d nv=1 pw=6", s, x))
+
     # depthwise 3x3 112x112x32, stride 1, SAME
     x = rng.standard_normal((1, 112, 112, 32)).astype(np.float32)
     w = rng.standard_normal((1, 3, 3, 32)).astype(np.float32)

@@ -15,6 +15,7 @@
 // behind #ifdef TEFLON_CLANG_VECTORS with a standard path beside it.
 //
 // LOAD16(p) / STORE16(p, v)    16 floats at a float pointer
+// LOAD8(p) / STORE8(p, v)      8 floats (f8u) at a float pointer: conv2d.cl's narrow tiles
 // STORE16_PRIVATE(p, v)        16 floats at a private float pointer (any float alignment)
 // LOADI16(p)                   16 ints at an int pointer
 // LOAD16_INT(T, p)             16 T's (char, uchar, short) at p, as int16
@@ -42,6 +43,9 @@ typedef uchar uchar_16u __attribute__((ext_vector_type(16), aligned(1)));
 typedef int int_u1 __attribute__((aligned(1)));
 #define LOAD16(p) (*(const __global f16u*)(p))
 #define STORE16(p, v) (*(__global f16u*)(p) = (v))
+typedef float f8u __attribute__((ext_vector_type(8), aligned(4)));
+#define LOAD8(p) (*(const __global f8u*)(p))
+#define STORE8(p, v) (*(__global f8u*)(p) = (v))
 #define STORE16_PRIVATE(p, v) (*(f16u*)(p) = (v))
 #define LOADI16(p) (*(const __global int_16u*)(p))
 #define LOAD16_INT(T, p) __builtin_convertvector(*(const __global VEC_CAT(T, _16u)*)(p), i16v)
@@ -64,6 +68,9 @@ typedef float16 f16v;
 typedef float16 f16u;  // an unaligned vector is only ever a value: memory goes through vload16
 #define LOAD16(p) vload16(0, (const __global float*)(p))
 #define STORE16(p, v) vstore16((v), 0, (__global float*)(p))
+typedef float8 f8u;
+#define LOAD8(p) vload8(0, (const __global float*)(p))
+#define STORE8(p, v) vstore8((v), 0, (__global float*)(p))
 #define STORE16_PRIVATE(p, v) vstore16((v), 0, (float*)(p))
 #define LOADI16(p) vload16(0, (const __global int*)(p))
 #define LOAD16_INT(T, p) convert_int16(vload16(0, (const __global T*)(p)))

@@ -149,24 +149,26 @@ def test_a_channel_padded_residual_folds_into_the_conv(family: str, c: int, oc: 
 
 
 def conv_prelu(k: int, ch: int, with_add: bool, alpha: str, shared: bool = False, producer: str = "conv",
-               relu_after: bool = False, shape: tuple[int, ...] = (1, 6, 7)) -> bytes:
-    """x -> conv kxk (``producer`` "conv", or "depthwise") [-> ADD with x] -> PRELU (per-channel
-    or one slope) [-> RELU6], as MediaPipe's blocks; ``shared``: the PRELU's input is also a graph
-    output (nothing may fold into its writer)."""
+               relu_after: bool = False, shape: tuple[int, ...] = (1, 6, 7), stride: int = 1) -> bytes:
+    """x -> conv kxk (``producer`` "conv", or "depthwise"; SAME, ``stride``) [-> ADD with x, at
+    stride 1] -> PRELU (per-channel or one slope) [-> RELU6], as MediaPipe's blocks; ``shared``:
+    the PRELU's input is also a graph output (nothing may fold into its writer)."""
     rng = np.random.default_rng(5)
     mb = ModelBuilder()
     g = mb.main
-    shape = (*shape, ch)
-    x = g.add_input("x", shape, F32)
+    x = g.add_input("x", (*shape, ch), F32)
+    shape = (shape[0], -(-shape[1] // stride), -(-shape[2] // stride), ch)
     b = g.add_constant("b", rng.standard_normal(ch).astype(F32))
     y = g.add_tensor("conv", shape, F32)
     if producer == "conv":
         w = g.add_constant("w", (rng.standard_normal((ch, k, k, ch)) / np.sqrt(k * k * ch)).astype(F32))
-        g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+        g.add_op("CONV_2D", [x, w, b], [y],
+                 O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=stride, stride_h=stride))
     else:
         w = g.add_constant("w", rng.standard_normal((1, k, k, ch)).astype(F32))
         g.add_op("DEPTHWISE_CONV_2D", [x, w, b], [y],
-                 O.DepthwiseConv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1))
+                 O.DepthwiseConv2DOptions(padding=ir.Padding.SAME, stride_w=stride, stride_h=stride,
+                                           depth_multiplier=1))
     if with_add:
         s = g.add_tensor("sum", shape, F32)
         g.add_op("ADD", [y, x], [s], O.AddOptions())
@@ -194,6 +196,23 @@ def test_prelu_folds_into_the_conv(family: str, k: int, ch: int, with_add: bool,
     it = check_model(conv_prelu(k, ch, with_add, alpha), "opencl", inputs=[x])
     prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
     assert (prelu in compiled_partition(it).stats["folded"]) == (family == "cpu")
+
+
+@pytest.mark.parametrize("ch, stride, with_add, alpha, shape", [
+    (8, 1, True, "channel", (2, 9, 13)), (8, 2, False, "channel", (1, 12, 18)), (12, 1, True, "scalar", (1, 6, 11)),
+    (4, 1, True, "channel", (2, 5, 6)), (1, 2, False, "channel", (1, 9, 9))])
+def test_prelu_and_add_fold_into_a_narrow_conv(family: str, ch: int, stride: int, with_add: bool, alpha: str,
+                                                shape: tuple[int, ...]) -> None:
+    """A 3x3 conv with fewer than 16 channels runs conv2d_narrow.cl on the cpu family, its residual
+    ADD and PRELU in that kernel's epilogue (whole 8-channel vectors, or the rolled tail below 8
+    channels or 8 pixels a row); LiteRT's numbers, batches and strides included."""
+    x = np.random.default_rng(3).standard_normal((*shape, ch)).astype(np.float32)
+    it = check_model(conv_prelu(3, ch, with_add, alpha, shape=shape, stride=stride), "opencl", inputs=[x])
+    part = compiled_partition(it)
+    prelu = next(op.index for op in it.graph.operations if op.name == "PRELU")
+    assert (prelu in part.stats["folded"]) == (family == "cpu")
+    kernels = {la.info["kernel"] for la in part.launch_list.launches}
+    assert any(k.startswith("conv2d_narrow_") for k in kernels) == (family == "cpu"), kernels
 
 
 @pytest.mark.parametrize("k, ch, launches", [(1, 8, 1), (1, 5, 1), (3, 24, 2)])

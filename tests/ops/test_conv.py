@@ -178,6 +178,21 @@ CONV_CASES = [
     Case((1, 4, 4, 130), (3, 3), 4, padding=VALID),  # K = 1170: uint8 accumulates in float64
 ]
 
+#: fewer than 16 output channels (the cpu family's conv2d_narrow.cl: 8-channel panels, blocks of 8
+#: pixels within an output row): a second, shifted panel for 12, zero-padded lanes below 8, rows
+#: wider than a block (a shifted last block) and narrower (OW < 8), batches, taps in the padding
+NARROW_CASES = [
+    Case((2, 9, 19, 3), (3, 3), 8, stride=(2, 2)),  # hand_recrop's stem: OW 10, the second block shifted
+    Case((1, 10, 20, 8), (2, 2), 8, stride=(2, 2), padding=VALID),  # hand_recrop's 2x2 downsampling
+    Case((1, 12, 17, 5), (3, 3), 12),
+    Case((2, 8, 30, 7), (3, 3), 12, stride=(2, 2), padding=VALID),
+    Case((2, 7, 9, 6), (3, 3), 4, padding=VALID),  # OW 7: fewer pixels than a block
+    Case((1, 11, 10, 4), (5, 3), 1, stride=(1, 2)),
+    Case((1, 9, 9, 5), (3, 3), 8, dilation=(2, 2)),
+    Case((3, 5, 16, 2), (3, 3), 4, stride=(2, 1)),
+]
+
+
 DEPTHWISE_CASES = [
     Case((1, 8, 8, 4), (3, 3), 4),
     Case((2, 8, 8, 3), (3, 3), 6, stride=(2, 2)),  # multiplier 2, odd total padding
@@ -197,6 +212,12 @@ DEPTHWISE_CASES = [
 @pytest.mark.parametrize("index", range(len(CONV_CASES)), ids=lambda i: str(CONV_CASES[i]))
 def test_conv_2d(backend: str, index: int, mode: str) -> None:
     check_model(conv_model(CONV_CASES[index], mode, ACTIVATIONS[index % 4], seed=index), backend, seed=index)
+
+
+@pytest.mark.parametrize("index", range(len(NARROW_CASES)), ids=lambda i: str(NARROW_CASES[i]))
+def test_conv_2d_narrow(backend: str, index: int) -> None:
+    check_model(conv_model(NARROW_CASES[index], "float32", ACTIVATIONS[index % 4], seed=40 + index), backend,
+                seed=index)
 
 
 @pytest.mark.parametrize("index", range(len(CONV_CASES)), ids=lambda i: str(CONV_CASES[i]))

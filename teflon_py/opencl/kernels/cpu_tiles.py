@@ -35,6 +35,12 @@ class CpuTiles:
     #: convolution (qconv.cl); a layer takes as many vectors as its channels fill, up to the most
     #: here (each is its own program: fewer shapes, fewer programs to build and JIT)
     qconv: tuple[tuple[int, int], ...] = ((14, 1), (12, 2), (8, 3), (6, 4))
+    #: pixels per block of conv2d_narrow.cl (8 output channels per vector: layers with fewer
+    #: than 16, ``specs.conv2d_spec``). On the Zen 3 (noisy, shared): hand_recrop's 3x3 stem as
+    #: fast with 8 as with 10 or 12, its 2x2 8 -> 8 layer 5-20% faster with 8, both 10-30% slower
+    #: with 6 or 14; 8 also divides MediaPipe's row widths (no shifted, recomputed blocks). Not
+    #: measured on the other tables (8 accumulators: 8 AVX2 registers, 16 NEON/SSE ones)
+    narrow_pixels: int = 8
 
     @property
     def tile_rows(self) -> dict[int, int]:

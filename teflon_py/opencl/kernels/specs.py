@@ -12,7 +12,9 @@ Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and B
 - gemm / conv2d: an MR x 16*NV tile (rows or pixels x output channels), from ``tiles.blockings``; NV
   chosen per layer for the least padded work (``choose_nv``); the last panel and the last row
   block shifted back to end at the tensor's edge (``packing.panel_starts``), so tiles are whole;
-  each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn.
+  each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn. A conv with fewer than 16
+  output channels takes ``conv2d_narrow.cl`` instead: 8-channel panels x ``tiles.narrow_pixels``
+  pixels of one output row (MediaPipe's 8-channel layers ran 2x faster than on 16-wide tiles).
 - gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
   row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
   panel while rereading the current one from L2 (gemm.cl).
@@ -391,6 +393,11 @@ def padded_windows(ih: int, iw: int, kh: int, kw: int, stride: tuple[int, int], 
     return Window(wh.out, wh.pad + pt), Window(ww.out, ww.pad + pl)
 
 
+#: Output channels below which a convolution takes ``conv2d_narrow.cl`` (8 channels per vector,
+#: ``CpuTiles.narrow_pixels`` pixels per block): a 16-wide tile would be half empty or worse.
+NARROW_CHANNELS = 16
+
+
 def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: np.ndarray | None,
                 *, stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
                 padding: ir.Padding | int = ir.Padding.SAME,
@@ -419,6 +426,9 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
         spec = gemm_spec(nb, oc, kh * kw * ic, np.asarray(filt, np.float32).reshape(oc, -1).T, bias,
                          activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act)
         return _replace(spec, out_shape=(nb, 1, 1, oc))
+    if oc < NARROW_CHANNELS and nv is None:
+        return _conv2d_narrow_spec(nb, ih, iw, ic, wh, ww, filt, bias, stride, dilation, activation,
+                                   residual, alpha, pw or tiles.narrow_pixels)
     nv = nv or choose_nv(oc, tiles)
     pw = pw or tiles.rows_for(nv)  # fewer pixels than pw take the kernel's edge path (no new variant)
     ocb = 16 * nv
@@ -442,6 +452,34 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
         constants=constants,
         zeros=ic * kw, flops=2 * npix * oc * kh * kw * ic, scalars=args, entry=f"conv2d_{pw}x{nv}",
         out_shape=(nb, wh.out, ww.out, oc),
+    )
+
+
+def _conv2d_narrow_spec(nb: int, ih: int, iw: int, ic: int, wh: Window, ww: Window, filt: np.ndarray,
+                        bias: np.ndarray | None, stride: tuple[int, int], dilation: tuple[int, int],
+                        activation: ir.Activation | int | Clamp, residual: Clamp | None,
+                        alpha: np.ndarray | None, pw: int) -> KernelSpec:
+    """``conv2d_narrow.cl``: 8-channel panels x ``pw`` pixels of one output row per block."""
+    oc, kh, kw, _ = filt.shape
+    panels = -(-oc // 8)
+    blocks = nb * wh.out * -(-ww.out // pw)
+    args = scalars(NB=nb, IH=ih, IW=iw, IC=ic, OH=wh.out, OW=ww.out, OC=oc, KH=kh, KW=kw, SH=stride[0],
+                   SW=stride[1], DH=dilation[0], DW=dilation[1], PT=wh.pad, PL=ww.pad)
+    args.update(epilogue_scalars(activation, residual))
+    pbn = max(1, min(blocks, blocks * panels // GEMM_ITEMS))
+    args.update(scalars(pbn=pbn, prelu=int(alpha is not None)))  # the kernel's order
+    constants = {"weights": packing.pack_conv_weights_shifted(np.asarray(filt, np.float32), 8),
+                 "bias": packing.panel_bias(bias, oc, 8)}
+    if alpha is not None:
+        constants["alpha"] = packing.panel_bias(alpha, oc, 8)
+    entry = f"conv2d_narrow_{pw}"
+    return KernelSpec(
+        files=("common.cl", template("conv2d_narrow.cl", CONV2D_NARROW_NAME=entry, PW=pw)), name="conv2d",
+        defines={}, global_size=(panels, -(-blocks // pbn)), local_size=(1, 1),
+        args=("input", "weights", "bias", "zeros", "output", "residual" if residual is not None else "zeros",
+              "alpha" if alpha is not None else "zeros", *args),
+        constants=constants, zeros=ic * kw, flops=2 * nb * wh.out * ww.out * oc * kh * kw * ic, scalars=args,
+        entry=entry, out_shape=(nb, wh.out, ww.out, oc),
     )
 
 
