@@ -426,7 +426,7 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
         spec = gemm_spec(nb, oc, kh * kw * ic, np.asarray(filt, np.float32).reshape(oc, -1).T, bias,
                          activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act)
         return _replace(spec, out_shape=(nb, 1, 1, oc))
-    if oc < NARROW_CHANNELS and nv is None:
+    if oc < NARROW_CHANNELS and nv is None and post_act is None:  # its epilogue has PRELU, not these
         return _conv2d_narrow_spec(nb, ih, iw, ic, wh, ww, filt, bias, stride, dilation, activation,
                                    residual, alpha, pw or tiles.narrow_pixels)
     nv = nv or choose_nv(oc, tiles)
