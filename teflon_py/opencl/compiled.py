@@ -477,7 +477,7 @@ def _new_storage(dc: DeviceContext, b: Builder, r: Ref) -> Storage:
         return Storage("arena", nbytes=r.nbytes)
     t = b.graph.tensors[r]
     if t.is_constant:
-        data = np.asarray(t.data, np.float32) if t.dtype.kind == "f" else np.asarray(t.data)  # bool/int keep their bytes
+        data = np.asarray(t.data, t.dtype) if t.dtype.kind == "f" else np.asarray(t.data)  # float16 and bool/int keep their bytes
         return Storage("const", buffer=constant_buffer(dc, data, f"constant {t.describe()}"))
     return Storage("arena", nbytes=b.nbytes(r))
 

@@ -211,3 +211,34 @@ def test_interpreter_folds_float16_weights_at_load() -> None:
     it = check_model(mb.build(), "numpy")
     assert it.placements()[0].reason == "folded into a constant at load time"
     assert len(it._state(0).executor.steps) == 1  # only the ADD
+
+
+def test_float16_constants_kept_whole_on_opencl_with_every_tensor_preserved() -> None:
+    """With every tensor preserved (``teflon-py check``), a partition's outputs include the folded
+    float16 DENSIFY result: the OpenCL partition hands back its bits (it once keyed its copy kernel
+    by dtype name and had none for float16, then converted the constant to float32)."""
+    pytest.importorskip("pyopencl")
+    import teflon_py
+
+    shape, order, block_map, block_sizes, formats, index_dtype = LAYOUTS["dcsr"]
+    dense = sparse_dense(shape, np.float16, 1)
+    values, sparsity = encode(dense, order, block_map, block_sizes, formats, index_dtype)
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", shape, np.float32)
+    w = g.add_constant("sparse", values, shape=shape, sparsity=sparsity)
+    w16 = g.add_tensor("dense", shape, np.float16)
+    g.add_op("DENSIFY", [w], [w16])
+    w32 = g.add_tensor("dequantized", shape, np.float32)
+    g.add_op("DEQUANTIZE", [w16], [w32])
+    out = g.add_tensor("out", shape, np.float32)
+    g.add_op("ADD", [x, w32], [out])
+    g.mark_outputs(out)
+    it = teflon_py.Interpreter(model_content=mb.build(), experimental_delegates=[teflon_py.load_delegate("opencl")],
+                               experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    xv = np.ones(shape, np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], xv)
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(w16), dense)
+    np.testing.assert_array_equal(it.get_tensor(out), xv + dense.astype(np.float32))

@@ -191,8 +191,10 @@ def transpose_spec(sfx: str, dims: Sequence[tuple[int, int, int]], s_off: int,
 
 
 def flat_copy_spec(n: int, dtype: np.dtype | str) -> KernelSpec:
-    """A contiguous copy of ``n`` elements of ``dtype``."""
-    return copy_spec(SUFFIX[np.dtype(dtype).name], [(1, 0, 0)] * 4 + [(n, 1, 1)], 0, 0)
+    """A contiguous copy of ``n`` elements of ``dtype``: bits by element size, so any dtype (a
+    float16 constant that a check run keeps as a partition output too)."""
+    sfx = f"u{8 * np.dtype(dtype).itemsize}"
+    return copy_spec(sfx, [(1, 0, 0)] * 4 + [(n, 1, 1)], 0, 0)
 
 
 def permute(shape: Sequence[int], perm: Sequence[int]) -> Copy:
