@@ -13,6 +13,10 @@
 - On the cpu kernel family, a float32 DEPTHWISE_CONV_2D (depth multiplier 1, dilation 1) whose
   output only a 1x1 stride-1 float32 CONV_2D reads folds into that conv (``plan_depthwise_pointwise``):
   one ``dwpw.cl`` launch computes both, and the depthwise output never reaches memory.
+- On the cpu kernel family, a float32 MUL y = x * g with g one value per channel of x (a
+  squeeze-excite gate, [1,1,1,C]) whose output only a 1x1 stride-1 float32 CONV_2D reads folds
+  into that conv (``plan_gate``): conv(x * g) = x . (diag(g) W), the gemm scaling each weight row
+  by g[k] as it loads it; y never reaches memory (x stays: the block's MEAN reads it too).
 
 A tensor is folded away only when nothing outside the partition reads it (partition outputs and
 graph outputs stay materialised).
@@ -28,7 +32,7 @@ import numpy as np
 
 from teflon_py import ir
 from teflon_py.opencl.kernels.specs import Clamp, Pads
-from teflon_py.ops.common import Padding
+from teflon_py.ops.common import NO_ACTIVATION, Padding
 from teflon_py.ops.unary import clamp_of
 
 #: Standalone activations that fold into their producer (their clamp: ``ops.unary.clamp_of``).
@@ -74,6 +78,16 @@ class FusionPlan:
     pad: dict[int, FoldedPad] = field(default_factory=dict)  # consumer -> its folded PAD
     prelu: dict[int, np.ndarray] = field(default_factory=dict)  # producer -> its folded PRELU's slopes [C]
     depthwise: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the depthwise folded into it
+    gate: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the gate MUL folded into it
+
+
+@dataclass(frozen=True)
+class FoldedGate:
+    """A MUL y = x * g folded into the 1x1 conv reading y: x (read instead of y) and the gate g
+    (one value per channel of x, read by the conv's gemm at run time)."""
+
+    input: int
+    gate: int
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -250,3 +264,54 @@ def plan_depthwise_pointwise(graph: ir.Graph, nodes: Sequence[int], outputs: Seq
             continue
         plan.skip.add(p)
         plan.depthwise[i] = p
+
+
+def gate_operands(graph: ir.Graph, mul: ir.Operation) -> tuple[int, int] | None:
+    """(x, g) when the float32 MUL ``mul`` scales x channel-wise by a gate g: no fused activation,
+    x the output's shape and g one value per channel of it (every dimension 1 but the last, which
+    is x's channel count; x's batch may be any size, the gate is shared); else None."""
+    if mul.name != "MUL" or len(mul.inputs) != 2 or mul.attrs.activation != NO_ACTIVATION:
+        return None
+    y = graph.tensors[mul.outputs[0]]
+    if y.dtype != np.float32 or len(y.shape) != 4:
+        return None
+    for x, g in (mul.inputs, mul.inputs[::-1]):
+        xt, gt = graph.tensors[x], graph.tensors[g]
+        if x == g or xt.dtype != np.float32 or gt.dtype != np.float32 or tuple(xt.shape) != tuple(y.shape):
+            continue
+        gs = tuple(gt.shape)
+        if gs and gs[-1] == y.shape[3] and all(d == 1 for d in gs[:-1]) and len(gs) <= 4:
+            return x, g
+    return None
+
+
+def plan_gate(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+              lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each channel-wise float32 MUL (``gate_operands``) into the 1x1 stride-1 float32
+    CONV_2D (constant weights, no folded PAD or depthwise) that is the only reader of its output,
+    when no activation was folded into the MUL. Run after ``plan_fusion`` (a RELU folded into the
+    MUL keeps it) and ``plan_depthwise_pointwise``. Updates ``plan``."""
+    from teflon_py.ops import conv as ops_conv
+
+    kept = set(outputs) | set(graph.outputs)
+    live, readers, writer = live_flow(graph, nodes, plan)
+    for i in live:
+        conv = graph.operations[i]
+        if (conv.name != "CONV_2D" or getattr(lookup(conv), "kind", None) != "float32" or i in plan.pad
+                or i in plan.depthwise):
+            continue
+        t = conv.inputs[0]
+        p = writer.get(t)
+        if p is None or t in kept or readers.get(t) != [i] or p in plan.clamp or p in plan.output:
+            continue
+        mul = graph.operations[p]
+        operands = gate_operands(graph, mul) if getattr(lookup(mul), "kind", None) == "float32" else None
+        w = graph.tensors[conv.inputs[1]]
+        if operands is None or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1):
+            continue
+        h, wd = graph.tensors[t].shape[1:3]
+        wh, ww = ops_conv.windows(conv.attrs, h, wd, 1, 1)
+        if tuple(conv.attrs.strides) != (1, 1) or (wh.out, ww.out, wh.before, ww.before) != (h, wd, 0, 0):
+            continue
+        plan.skip.add(p)
+        plan.gate[i] = p
