@@ -79,14 +79,13 @@ def _mul_and_gated(it) -> tuple[int, list[str]]:
 
 @pytest.mark.parametrize("case, c, oc, size, batch", [
     ("", 24, 16, (6, 7), 1), ("swapped", 24, 40, (6, 7), 1), ("relu6", 40, 24, (5, 5), 1),
-    ("add", 24, 24, (6, 7), 1), ("", 16, 8, (9, 7), 1), ("", 96, 120, (1, 1), 1),
-    ("input-gate", 24, 16, (6, 7), 2), ("", 576, 96, (7, 7), 1)])
+    ("add", 24, 24, (6, 7), 1), ("", 16, 8, (9, 7), 1), ("input-gate", 24, 16, (6, 7), 2),
+    ("", 576, 96, (7, 7), 1)])
 def test_gate_mul_folds_into_the_1x1_conv(family: str, case: str, c: int, oc: int, size: tuple[int, int],
                                           batch: int) -> None:
     """On the cpu family the MUL runs inside the projection conv's gemm (one launch fewer): with
     the MUL's operands either way round, a clamping conv, a residual ADD folded into the conv too,
-    fewer than 16 output channels (not the narrow gemm), one pixel (not gemv), a gate shared by
-    two batches. The gpu family keeps the MUL. LiteRT's numbers either way."""
+    fewer than 16 output channels (not the narrow gemm), a gate shared by two batches. The gpu family keeps the MUL. LiteRT's numbers either way."""
     it = check_model(se_block(case, c=c, oc=oc, size=size, batch=batch), "opencl")
     mul, gated = _mul_and_gated(it)
     stats = compiled_partition(it).stats
@@ -97,12 +96,17 @@ def test_gate_mul_folds_into_the_1x1_conv(family: str, case: str, c: int, oc: in
         assert add in stats["folded"]
 
 
-@pytest.mark.parametrize("case, batch", [("shared", 1), ("twice", 1), ("conv3x3", 1), ("stride2", 1),
-                                         ("mul-relu", 1), ("", 2)])
-def test_gate_mul_that_cannot_fold_stays(family: str, case: str, batch: int) -> None:
+@pytest.mark.parametrize("case, batch, c, oc, size", [
+    ("shared", 1, 24, 16, (6, 7)), ("twice", 1, 24, 16, (6, 7)), ("conv3x3", 1, 24, 16, (6, 7)),
+    ("stride2", 1, 24, 16, (6, 7)), ("mul-relu", 1, 24, 16, (6, 7)), ("", 2, 24, 16, (6, 7)),
+    ("", 1, 96, 120, (1, 1)), ("", 1, 1152, 320, (7, 7))])
+def test_gate_mul_that_cannot_fold_stays(family: str, case: str, batch: int, c: int, oc: int,
+                                         size: tuple[int, int]) -> None:
     """The MUL keeps its launch when y is a graph output or has a second reader, when the conv
-    reading it is not 1x1 stride 1, when a RELU clamps the MUL, and when each of two batches has
-    its own gate (a per-batch [2,1,1,C] gate is not one vector over the gemm's rows)."""
-    it = check_model(se_block(case, batch=batch), "opencl")
+    reading it is not 1x1 stride 1, when a RELU clamps the MUL, when each of two batches has its
+    own gate (a per-batch [2,1,1,C] gate is not one vector over the gemm's rows), and where the
+    fold does not pay (``specs.gate_fold_reason``): one pixel (gemv has no gated form), a 7x7 map
+    under 320 columns of weights."""
+    it = check_model(se_block(case, c=c, oc=oc, size=size, batch=batch), "opencl")
     mul, gated = _mul_and_gated(it)
     assert mul not in compiled_partition(it).stats["folded"] and not gated

@@ -16,7 +16,9 @@
 - On the cpu kernel family, a float32 MUL y = x * g with g one value per channel of x (a
   squeeze-excite gate, [1,1,1,C]) whose output only a 1x1 stride-1 float32 CONV_2D reads folds
   into that conv (``plan_gate``): conv(x * g) = x . (diag(g) W), the gemm scaling each weight row
-  by g[k] as it loads it; y never reaches memory (x stays: the block's MEAN reads it too).
+  by g[k] as it loads it; y never reaches memory (x stays: the block's MEAN reads it too). Only
+  where that costs less than the MUL (``specs.gate_fold_reason``: maps of 16+ pixels, panels not
+  too wide for the map).
 
 A tensor is folded away only when nothing outside the partition reads it (partition outputs and
 graph outputs stay materialised).
@@ -289,8 +291,10 @@ def plan_gate(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pla
               lookup: Callable[[ir.Operation], object]) -> None:
     """Fold each channel-wise float32 MUL (``gate_operands``) into the 1x1 stride-1 float32
     CONV_2D (constant weights, no folded PAD or depthwise) that is the only reader of its output,
-    when no activation was folded into the MUL. Run after ``plan_fusion`` (a RELU folded into the
-    MUL keeps it) and ``plan_depthwise_pointwise``. Updates ``plan``."""
+    when no activation was folded into the MUL and the gated gemm pays (``specs.gate_fold_reason``).
+    Run after ``plan_fusion`` (a RELU folded into the MUL keeps it) and ``plan_depthwise_pointwise``.
+    Updates ``plan``."""
+    from teflon_py.opencl.kernels.specs import gate_fold_reason
     from teflon_py.ops import conv as ops_conv
 
     kept = set(outputs) | set(graph.outputs)
@@ -309,9 +313,11 @@ def plan_gate(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], pla
         w = graph.tensors[conv.inputs[1]]
         if operands is None or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1):
             continue
-        h, wd = graph.tensors[t].shape[1:3]
+        n, h, wd, c = graph.tensors[t].shape
         wh, ww = ops_conv.windows(conv.attrs, h, wd, 1, 1)
         if tuple(conv.attrs.strides) != (1, 1) or (wh.out, ww.out, wh.before, ww.before) != (h, wd, 0, 0):
+            continue
+        if gate_fold_reason(n * h * wd, c, w.shape[0]) is not None:
             continue
         plan.skip.add(p)
         plan.gate[i] = p

@@ -291,6 +291,29 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     )
 
 
+#: A gate folded into a gemm (``gemm_spec(gate=True)``) against the MUL it replaces, measured on a
+#: Zen 3 (AVX2, 6x1 tiles, PoCL, 2 cores) over EfficientNet-B0's and MobileNetV3's projections: the
+#: gated loads cost ~2.2 ps per m * k * (n rounded up to 16) (each row block rescales its panels),
+#: the MUL ~0.24 ns per m * k element plus ~5 us for its launch. So early blocks (large maps, few
+#: columns: 3136x96x24 62 -> 16 us) gain, late ones with wide panels (49x1152x320) lose.
+GATE_PS_PER_MKN = 2.2
+MUL_PS_PER_MK = 240.0
+MUL_LAUNCH_PS = 5.0e6
+#: Fewer rows than this: the gemm would run its 6-row tile for one row (a one-pixel conv takes
+#: gemv_1x4, which has no gated form).
+GATE_MIN_ROWS = 16
+
+
+def gate_fold_reason(m: int, k: int, n: int) -> str | None:
+    """Why a channel-wise MUL of a gemm's A (m x k) should stay its own launch rather than fold into
+    the gemm (n columns) as a gate, or None when folding pays (the constants above)."""
+    if m < GATE_MIN_ROWS:
+        return f"{m} rows: a one-row product has no gated gemv"
+    if GATE_PS_PER_MKN * m * k * packing.round_up(n, 16) >= MUL_PS_PER_MK * m * k + MUL_LAUNCH_PS:
+        return f"{m}x{k}x{n}: rescaling the weights per row block costs more than the MUL"
+    return None
+
+
 #: Work-items a ``gemm_narrow`` launch aims for.
 GEMM_NARROW_ITEMS = 16
 
