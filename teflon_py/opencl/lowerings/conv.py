@@ -117,7 +117,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     gated instantiation, reading the MUL's input and gate."""
     x = ctx.input()
     gate = ctx.gate()
-    bindings = {}
+    bindings: dict[str, int] = {}  # the gate and residual tensors, when folded in
     if gate is not None:
         x = gate.input
         bindings["gate"] = gate.gate
