@@ -20,6 +20,9 @@
 // bd0 * bd1 * bd2 batches; batch (b0, b1, b2)
 // reads A at b0 * as0 + b1 * as1 + b2 * as2 and packed B at bs0.. (stride 0: broadcast) and
 // writes C (and reads R) at b * M * ldc.
+// GATED instantiation (a squeeze-excite gate folded in, ``fusion.plan_gate``): one more argument
+// G[K], and A's column k counts G[k] times (each B row is scaled on load: NV multiplies per k
+// against MR * NV FMAs), so C = (A diag(G)) . B without A diag(G) ever reaching memory.
 // Work split: the (row block, panel) tiles, numbered row-major (all panels of a row block in turn:
 // its A rows stay in L1, each C row is written by one work-item) or, with `panel_major` (weights
 // outweigh activations), panel-major (all row blocks of a panel in turn: the panel is streamed
@@ -35,7 +38,11 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
                         const int lda, const int ask, const int ldc, const float lo, const float hi,
                         const int res, const float rlo, const float rhi, const int bd1, const int bd2,
                         const int as0, const int as1, const int as2, const int bs0, const int bs1,
-                        const int bs2, const int tpi, const int panel_major, const int post) {
+                        const int bs2, const int tpi, const int panel_major, const int post
+#ifdef GATED
+                        , __global const float* restrict G
+#endif
+                        ) {
   const int blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
   const int t0 = get_global_id(0) * tpi;
   const int t1 = t0 + tpi < blocks * panels ? t0 + tpi : blocks * panels;
@@ -79,8 +86,14 @@ __kernel void GEMM_NAME(__global const float* restrict A, __global const float* 
     for (int k = 0; k < K; k++) {
       PREFETCH(pf + k * 16);
       f16u bv[NV];
+#ifdef GATED
+      const float gk = G[k];
+#pragma unroll
+      for (int j = 0; j < NV; j++) bv[j] = LOAD16(b + k * NR + j * 16) * gk;
+#else
 #pragma unroll
       for (int j = 0; j < NV; j++) bv[j] = LOAD16(b + k * NR + j * 16);
+#endif
 #pragma unroll
       for (int i = 0; i < MR; i++) {
 #ifdef STRIDED_A

@@ -38,13 +38,16 @@ from teflon_py.delegate import CompiledPartition
 from teflon_py.errors import BackendError, UnsupportedError
 from teflon_py.opencl.fusion import (
     FoldedDepthwise,
+    FoldedGate,
     FusionPlan,
+    gate_operands,
     hoist_residual_pads,
     intersect,
     live_flow,
     plan_depthwise_pointwise,
     plan_epilogue_activations,
     plan_fusion,
+    plan_gate,
     plan_prelu,
 )
 from teflon_py.opencl.kernels import gpu_small
@@ -227,6 +230,14 @@ class Builder:
         return FoldedDepthwise(self.input(dw), self.constant(dw.inputs[1]), self.constant(bias),
                                tuple(dw.attrs.strides), dw.attrs.padding, self.pads(dw), self.clamp(dw))
 
+    def gate(self, op: ir.Operation) -> FoldedGate | None:
+        """The channel-wise MUL folded into ``op`` (a 1x1 conv reading its output), if any."""
+        p = self.plan.gate.get(op.index)
+        if p is None:
+            return None
+        x, g = gate_operands(self.graph, self.graph.operations[p])
+        return FoldedGate(x, g)
+
     # -- what emitters declare ------------------------------------------------------------
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         if self.params.gpu:  # the small kernels' CPU work splits become GPU-style grids
@@ -302,6 +313,9 @@ class OpEmitter:
 
     def depthwise(self) -> FoldedDepthwise | None:
         return self.b.depthwise(self.op)
+
+    def gate(self) -> FoldedGate | None:
+        return self.b.gate(self.op)
 
     def launch(self, spec: KernelSpec, **bindings: Ref) -> None:
         self.b.launch(spec, **bindings)
@@ -383,6 +397,7 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
     plan = plan_fusion(graph, nodes, partition.outputs, lookup)
     if not params.gpu:  # a depthwise into the 1x1 conv after it: dwpw.cl, a cpu-family kernel
         plan_depthwise_pointwise(graph, nodes, partition.outputs, plan, lookup)
+        plan_gate(graph, nodes, partition.outputs, plan, lookup)  # a SE gate MUL into its 1x1 conv
     residuals = plan_residuals(graph, nodes, partition.outputs, plan, lookup)
     if not params.gpu:  # the gpu family's kernels have no PRELU or activation epilogue
         plan_prelu(graph, nodes, partition.outputs, plan, lookup)
@@ -549,6 +564,8 @@ def _make_kernel(dc: DeviceContext, cache: ProgramCache, b: Builder, la: Planned
         info["fused_add"] = b.residuals[la.op].add
     if la.op in b.plan.depthwise:
         info["fused_depthwise"] = b.plan.depthwise[la.op]
+    if la.op in b.plan.gate:
+        info["fused_gate"] = b.plan.gate[la.op]
     return program, Launch(kernel, spec.global_size, spec.local_size, spec.name, info=info)
 
 

@@ -18,6 +18,12 @@
 - On the cpu kernel family, a float32 DEPTHWISE_CONV_2D (depth multiplier 1, dilation 1) whose
   output only a 1x1 stride-1 float32 CONV_2D reads folds into that conv (``plan_depthwise_pointwise``):
   one ``dwpw.cl`` launch computes both, and the depthwise output never reaches memory.
+- On the cpu kernel family, a float32 MUL y = x * g with g one value per channel of x (a
+  squeeze-excite gate, [1,1,1,C]) whose output only a 1x1 stride-1 float32 CONV_2D reads folds
+  into that conv (``plan_gate``): conv(x * g) = x . (diag(g) W), the gemm scaling each weight row
+  by g[k] as it loads it; y never reaches memory (x stays: the block's MEAN reads it too). Only
+  where that costs less than the MUL (``specs.gate_fold_reason``: maps of 16+ pixels, panels not
+  too wide for the map).
 
 A tensor is folded away only when nothing outside the partition reads it (partition outputs and
 graph outputs stay materialised).
@@ -83,6 +89,16 @@ class FusionPlan:
     prelu: dict[int, np.ndarray] = field(default_factory=dict)  # producer -> its folded PRELU's slopes [C]
     depthwise: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the depthwise folded into it
     post_act: dict[int, str] = field(default_factory=dict)  # producer -> its folded EPILOGUE_ACTIVATIONS entry
+    gate: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the gate MUL folded into it
+
+
+@dataclass(frozen=True)
+class FoldedGate:
+    """A MUL y = x * g folded into the 1x1 conv reading y: x (read instead of y) and the gate g
+    (one value per channel of x, read by the conv's gemm at run time)."""
+
+    input: int
+    gate: int
 
 
 def intersect(a: Clamp, b: Clamp) -> Clamp:
@@ -346,3 +362,58 @@ def plan_epilogue_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Se
         plan.post_act[p] = act
         plan.output[p] = y
         writer[y] = p
+
+
+def gate_operands(graph: ir.Graph, mul: ir.Operation) -> tuple[int, int] | None:
+    """(x, g) when the float32 MUL ``mul`` scales x channel-wise by a gate g: no fused activation,
+    x the output's shape and g one value per channel of it (every dimension 1 but the last, which
+    is x's channel count; x's batch may be any size, the gate is shared); else None."""
+    if mul.name != "MUL" or len(mul.inputs) != 2 or mul.attrs.activation != NO_ACTIVATION:
+        return None
+    y = graph.tensors[mul.outputs[0]]
+    if y.dtype != np.float32 or len(y.shape) != 4:
+        return None
+    for x, g in (mul.inputs, mul.inputs[::-1]):
+        xt, gt = graph.tensors[x], graph.tensors[g]
+        if x == g or xt.dtype != np.float32 or gt.dtype != np.float32 or tuple(xt.shape) != tuple(y.shape):
+            continue
+        gs = tuple(gt.shape)
+        if gs and gs[-1] == y.shape[3] and all(d == 1 for d in gs[:-1]) and len(gs) <= 4:
+            return x, g
+    return None
+
+
+def plan_gate(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+              lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each channel-wise float32 MUL (``gate_operands``) into the 1x1 stride-1 float32
+    CONV_2D (constant weights, no folded PAD or depthwise) that is the only reader of its output,
+    when no activation was folded into the MUL and the gated gemm pays (``specs.gate_fold_reason``).
+    Run after ``plan_fusion`` (a RELU folded into the MUL keeps it) and ``plan_depthwise_pointwise``.
+    Updates ``plan``."""
+    from teflon_py.opencl.kernels.specs import gate_fold_reason
+    from teflon_py.ops import conv as ops_conv
+
+    kept = set(outputs) | set(graph.outputs)
+    live, readers, writer = live_flow(graph, nodes, plan)
+    for i in live:
+        conv = graph.operations[i]
+        if (conv.name != "CONV_2D" or getattr(lookup(conv), "kind", None) != "float32" or i in plan.pad
+                or i in plan.depthwise):
+            continue
+        t = conv.inputs[0]
+        p = writer.get(t)
+        if p is None or t in kept or readers.get(t) != [i] or p in plan.clamp or p in plan.output:
+            continue
+        mul = graph.operations[p]
+        operands = gate_operands(graph, mul) if getattr(lookup(mul), "kind", None) == "float32" else None
+        w = graph.tensors[conv.inputs[1]]
+        if operands is None or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1):
+            continue
+        n, h, wd, c = graph.tensors[t].shape
+        wh, ww = ops_conv.windows(conv.attrs, h, wd, 1, 1)
+        if tuple(conv.attrs.strides) != (1, 1) or (wh.out, ww.out, wh.before, ww.before) != (h, wd, 0, 0):
+            continue
+        if gate_fold_reason(n * h * wd, c, w.shape[0]) is not None:
+            continue
+        plan.skip.add(p)
+        plan.gate[i] = p

@@ -237,7 +237,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
               pack_strides: tuple[int, int] | None = None, mr: int | None = None,
               nv: int | None = None, residual: Clamp | None = None, tpi: int | None = None,
               panel_major: bool | None = None, tiles: CpuTiles = AVX512,
-              alpha: np.ndarray | None = None, post_act: str | None = None) -> KernelSpec:
+              alpha: np.ndarray | None = None, post_act: str | None = None,
+              gate: bool = False) -> KernelSpec:
     """C[m][n] = act(A[m][k] . B + bias) with A rows ``lda`` apart and C rows ``ldc`` apart.
 
     ``b_kn`` is B as [K][N] (or [batches][K][N]), packed here; None when B is packed on the device
@@ -245,12 +246,16 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     ``residual``: the clamp of an ADD folded into the epilogue; the caller binds "residual", a
     tensor shaped like C. ``alpha``: the per-column slopes of a PRELU folded in after it;
     ``post_act``: instead a HARD_SWISH or swish folded in after it (``post_code``).
+    ``gate``: A's columns scaled by a runtime vector G[K] the caller binds as "gate" (a
+    squeeze-excite MUL folded in): the template's ``_gated`` instantiation, never gemv / narrow.
     """
-    if (n < 16 and 16 % n == 0 and ask == 1 and b_kn is not None and np.ndim(b_kn) == 2
+    if gate and (ask != 1 or (batching is not None and batching.count > 1)):
+        raise ValueError("a gated gemm reads A unstrided and unbatched")
+    if (not gate and n < 16 and 16 % n == 0 and ask == 1 and b_kn is not None and np.ndim(b_kn) == 2
             and (batching is None or batching.count == 1) and not (mr or nv or tpi)):
         return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual, alpha,
                                  post_act)
-    gemv = m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
+    gemv = not gate and m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
     nv = 4 if gemv else nv or choose_nv(n, tiles)
     mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
     nr = 16 * nv
@@ -294,14 +299,40 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     if ask != 1:  # A read along k with a stride: its own instantiation (and program)
         entry += "_strided"
         files = (*files, template("gemm.cl", GEMM_NAME=entry, MR=mr, NV=nv, STRIDED_A=1))
+    if gate:  # G scales A's columns: its own instantiation in the one template program
+        entry += "_gated"
+        files = (*files, template("gemm.cl", GEMM_NAME=entry, MR=mr, NV=nv, GATED=1))
     return KernelSpec(
         files=files, name="gemm", defines={},
         global_size=global_size, local_size=(1, 1, 1),
         args=("input", "weights", "bias", "output", "residual" if residual is not None else "zeros",
-              "alpha" if alpha is not None else "zeros", *args),
+              "alpha" if alpha is not None else "zeros", *args, *(("gate",) if gate else ())),
         constants=constants, flops=2 * m * n * k * batches, scalars=args, entry=entry,
         out_shape=(m, n), meta=meta, zeros=16,
     )
+
+
+#: A gate folded into a gemm (``gemm_spec(gate=True)``) against the MUL it replaces, measured on a
+#: Zen 3 (AVX2, 6x1 tiles, PoCL, 2 cores) over EfficientNet-B0's and MobileNetV3's projections: the
+#: gated loads cost ~2.2 ps per m * k * (n rounded up to 16) (each row block rescales its panels),
+#: the MUL ~0.24 ns per m * k element plus ~5 us for its launch. So early blocks (large maps, few
+#: columns: 3136x96x24 62 -> 16 us) gain, late ones with wide panels (49x1152x320) lose.
+GATE_PS_PER_MKN = 2.2
+MUL_PS_PER_MK = 240.0
+MUL_LAUNCH_PS = 5.0e6
+#: Fewer rows than this: the gemm would run its 6-row tile for one row (a one-pixel conv takes
+#: gemv_1x4, which has no gated form).
+GATE_MIN_ROWS = 16
+
+
+def gate_fold_reason(m: int, k: int, n: int) -> str | None:
+    """Why a channel-wise MUL of a gemm's A (m x k) should stay its own launch rather than fold into
+    the gemm (n columns) as a gate, or None when folding pays (the constants above)."""
+    if m < GATE_MIN_ROWS:
+        return f"{m} rows: a one-row product has no gated gemv"
+    if GATE_PS_PER_MKN * m * k * packing.round_up(n, 16) >= MUL_PS_PER_MK * m * k + MUL_LAUNCH_PS:
+        return f"{m}x{k}x{n}: rescaling the weights per row block costs more than the MUL"
+    return None
 
 
 #: Work-items a ``gemm_narrow`` launch aims for.
@@ -404,13 +435,16 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
                 activation: ir.Activation | int | Clamp = ir.Activation.NONE,
                 pads: Pads = NO_PADS, pw: int | None = None, nv: int | None = None,
                 residual: Clamp | None = None, tiles: CpuTiles = AVX512,
-                alpha: np.ndarray | None = None, post_act: str | None = None) -> KernelSpec:
+                alpha: np.ndarray | None = None, post_act: str | None = None,
+                gate: bool = False) -> KernelSpec:
     """NHWC CONV_2D with TFLite's filter [OC][KH][KW][IC]; 1x1 unpadded stride-1 becomes a GEMM,
     and so does a window that covers the whole unpadded input (one output pixel: a GEMV).
 
     ``pads``: a zero PAD folded in; the kernel reads zeros for taps outside the input anyway.
     ``residual``: an ADD folded into the epilogue, ``alpha``: a PRELU's per-channel slopes after
     it, ``post_act``: instead a HARD_SWISH or swish after it (see ``gemm_spec``).
+    ``gate``: the input's channels scaled by a runtime vector bound as "gate" (``gemm_spec``; 1x1
+    unpadded stride 1 only).
     """
     nb, ih, iw, ic = input_shape
     oc, kh, kw, fic = filt.shape
@@ -419,8 +453,11 @@ def conv2d_spec(input_shape: tuple[int, int, int, int], filt: np.ndarray, bias: 
     wh, ww = padded_windows(ih, iw, kh, kw, stride, dilation, padding, pads)
     if (kh, kw) == (1, 1) and stride == (1, 1) and pads == NO_PADS and pw is None:
         spec = gemm_spec(nb * ih * iw, oc, ic, np.asarray(filt, np.float32).reshape(oc, ic).T, bias,
-                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act)
+                         activation, nv=nv, residual=residual, tiles=tiles, alpha=alpha, post_act=post_act,
+                         gate=gate)
         return _replace(spec, out_shape=(nb, ih, iw, oc))
+    if gate:
+        raise ValueError("a gated convolution must be 1x1, unpadded, stride 1")
     if ((wh.out, ww.out, wh.pad, ww.pad) == (1, 1, 0, 0) and (kh, kw) == (ih, iw) and pads == NO_PADS
             and pw is None):  # one window over the whole input: a fully connected layer (face landmarks' head)
         spec = gemm_spec(nb, oc, kh * kw * ic, np.asarray(filt, np.float32).reshape(oc, -1).T, bias,

@@ -113,8 +113,15 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
     (the GPU family: both in ``gpu_gemm.cl``); an ADD that ``compiled.plan_residuals`` folded
     into it is added in the epilogue, then a folded PRELU, HARD_SWISH or swish (cpu family). A
     depthwise conv folded into a 1x1 conv (``fusion.plan_depthwise_pointwise``, cpu family) runs
-    with it as one ``dwpw.cl`` launch."""
+    with it as one ``dwpw.cl`` launch; a channel-wise gate MUL folded into a 1x1 conv
+    (``fusion.plan_gate``, cpu family) is the gemm's gated instantiation, reading the MUL's input
+    and gate."""
     x = ctx.input()
+    gate = ctx.gate()
+    bindings: dict[str, int] = {}  # the gate and residual tensors, when folded in
+    if gate is not None:
+        x = gate.input
+        bindings["gate"] = gate.gate
     residual = ctx.residual()  # a following ADD folded in
     res_clamp = residual.clamp if residual is not None else None
     dw = ctx.depthwise()
@@ -131,11 +138,11 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
             spec = gpu_specs.conv2d_spec(ctx.params, ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx), **kw)
         else:
             spec = kernels.conv2d_spec(ctx.shape(x), ctx.constant(ctx.operand(1)), _bias(ctx),
-                                       tiles=ctx.params.tiles, alpha=ctx.prelu(), post_act=ctx.post_act(), **kw)
+                                       tiles=ctx.params.tiles, alpha=ctx.prelu(), post_act=ctx.post_act(),
+                                       gate=gate is not None, **kw)
     if residual is not None:
-        ctx.launch(spec, input=x, output=ctx.output(), residual=residual.tensor)
-    else:
-        ctx.launch(spec, input=x, output=ctx.output())
+        bindings["residual"] = residual.tensor
+    ctx.launch(spec, input=x, output=ctx.output(), **bindings)
 
 
 @register("DEPTHWISE_CONV_2D", check=check_depthwise_conv_2d, constants=(1, 2), fuses_activation=True,
