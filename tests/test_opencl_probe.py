@@ -55,12 +55,13 @@ def _unique(name: str = "twice") -> str:
 
 
 def _conv_model() -> bytes:
-    w = np.random.default_rng(3).standard_normal((8, 3, 3, 4)).astype(F32)
+    """A 3x3 conv with 16 output channels: conv2d.cl's (fewer take conv2d_narrow.cl)."""
+    w = np.random.default_rng(3).standard_normal((16, 3, 3, 4)).astype(F32)
     from teflon_py.tflite import options as O
 
     return single_op("CONV_2D", [{"shape": (1, 8, 8, 4), "dtype": F32}, {"shape": w.shape, "dtype": F32, "data": w},
-                                 {"shape": (8,), "dtype": F32, "data": np.zeros(8, F32)}],
-                     [{"shape": (1, 8, 8, 8), "dtype": F32}], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
+                                 {"shape": (16,), "dtype": F32, "data": np.zeros(16, F32)}],
+                     [{"shape": (1, 8, 8, 16), "dtype": F32}], O.Conv2DOptions(padding=ir.Padding.SAME, stride_w=1, stride_h=1))
 
 
 def test_crash_falls_back_with_one_line_warning_and_is_recorded(dc, fresh, monkeypatch, tmp_path, lenient) -> None:
