@@ -60,20 +60,24 @@ BINARY(mul, x * y)
 
 // TFLite's reference formulas; exp/tanh are the accurate builtins (no relaxed math: <= 4 ulp).
 UNARY(clip, x)
+// A unary op 16 lanes at a time (VEXPR of the f16u x), the tail element by element (EXPR of the
+// float x), then the clamp.
+#define UNARY16(NAME, VEXPR, EXPR)                                                                 \
+  __kernel void NAME(__global const float* restrict X, __global float* restrict O, const int n,    \
+                     const int chunk, const float lo, const float hi) {                            \
+    const int c0 = get_global_id(0) * chunk;                                                       \
+    const int c1 = c0 + chunk < n ? c0 + chunk : n;                                                \
+    int i = c0;                                                                                    \
+    for (; i + 16 <= c1; i += 16) {                                                                \
+      const f16u x = LOAD16(X + i);                                                                \
+      STORE16(O + i, clamp16(VEXPR, lo, hi));                                                      \
+    }                                                                                              \
+    for (; i < c1; i++) { const float x = X[i]; const float v = EXPR; O[i] = CLAMP(v); }           \
+  }
 // LOGISTIC: TFLite's reference formula, 16 lanes at a time with common.cl's logistic16 (the
 // formula an epilogue's folded swish uses too), the tail through the builtin exp.
-__kernel void logistic(__global const float* restrict X, __global float* restrict O, const int n,
-                       const int chunk, const float lo, const float hi) {
-  const int c0 = get_global_id(0) * chunk;
-  const int c1 = c0 + chunk < n ? c0 + chunk : n;
-  int i = c0;
-  for (; i + 16 <= c1; i += 16) STORE16(O + i, clamp16(logistic16(LOAD16(X + i)), lo, hi));
-  for (; i < c1; i++) {
-    const float x = X[i];
-    const float v = x > LOGISTIC_HIGH ? 1.0f : (x < LOGISTIC_LOW ? exp(x) : 1.0f / (1.0f + exp(-x)));
-    O[i] = CLAMP(v);
-  }
-}
+UNARY16(logistic, logistic16(x),
+        x > LOGISTIC_HIGH ? 1.0f : (x < LOGISTIC_LOW ? exp(x) : 1.0f / (1.0f + exp(-x))))
 
 // tanh, 16 lanes at a time (the builtin is a call per element on PyPI's PoCL: 22 ns each):
 // x Q(x^2) for |x| <= 0.625 (Q: degree 5, a least-squares fit of tanh(x) / x for relative error,
@@ -126,18 +130,6 @@ inline f16u gelu16(f16u x) {
   return 0.5f * x * (z < 0.0f ? 2.0f - tail : tail);
 }
 
-#define UNARY16(NAME, VEXPR, EXPR)                                                                 \
-  __kernel void NAME(__global const float* restrict X, __global float* restrict O, const int n,    \
-                     const int chunk, const float lo, const float hi) {                            \
-    const int c0 = get_global_id(0) * chunk;                                                       \
-    const int c1 = c0 + chunk < n ? c0 + chunk : n;                                                \
-    int i = c0;                                                                                    \
-    for (; i + 16 <= c1; i += 16) {                                                                \
-      const f16u x = LOAD16(X + i);                                                                \
-      STORE16(O + i, clamp16(VEXPR, lo, hi));                                                      \
-    }                                                                                              \
-    for (; i < c1; i++) { const float x = X[i]; const float v = EXPR; O[i] = CLAMP(v); }           \
-  }
 UNARY16(tanh_, tanh16(x), tanh(x))
 UNARY16(gelu, gelu16(x), 0.5f * x * erfc(x * -0.70710678118654752f))
 // the formula of common.cl's hard_swish16 (an epilogue's folded HARD_SWISH)
