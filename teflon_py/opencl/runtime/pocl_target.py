@@ -73,7 +73,7 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _find_pocl() -> str | None:
+def pocl_path() -> str | None:
     """The libpocl that pyopencl's wheel ships (the one its ICD loader opens), else the system's."""
     try:
         import pyopencl
@@ -106,15 +106,16 @@ def _patch_return_string(lib: ctypes.CDLL, symbol: str, value: bytes) -> None:
     libc.mprotect(start, length, 5)  # read | exec
 
 
-def ensure() -> str | None:
-    """Patch PoCL's CPU name if it is needed and possible; return the name used, if any."""
+def ensure(path: str | None = None) -> str | None:
+    """Patch PoCL's CPU name if it is needed and possible; return the name used, if any.
+    ``path``: the libpocl to patch (the probe's child passes its parent's), else ``pocl_path()``."""
     if "cpu" in _state:
         return _state["cpu"]
     _state["cpu"] = None
     forced = os.environ.get(ENV, "").strip()
     if forced.lower() == "off" or sys.platform != "linux" or platform.machine() != "x86_64":
         return None
-    path = _find_pocl()
+    path = path or pocl_path()
     if path is None:
         return None
     try:

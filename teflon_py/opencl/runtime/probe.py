@@ -4,8 +4,8 @@ Some OpenCL compilers end the process instead of reporting a build error: Mesa r
 llvmpipe exits on ``__builtin_prefetch`` ("Unexpected llvm intrinsic: llvm.prefetch") and aborts
 on 64-lane vectors ("LLVM ERROR: Unsupported vector type"). So the first build of each program
 (source + options) on each device and driver runs in a child (``probe_worker``, one per device,
-started at its first probe and kept for the process's life, so its start-up, ~0.5 s, is paid
-once); only
+started at its first probe and kept for the process's life; it makes its OpenCL calls through
+ctypes, so it starts in ~0.05 s); only
 when the child survived does the parent build it. A child killed while building, or still busy
 after ``TEFLON_CL_PROBE_TIMEOUT`` seconds (default 120), makes the build a ``BackendError``
 naming the program and device: the interpreter runs the partition on NumPy with a one-line
@@ -40,9 +40,11 @@ import threading
 import warnings
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from teflon_py.errors import BackendError
+from teflon_py.opencl.runtime import cl_abi, pocl_target
 from teflon_py.opencl.runtime import device as devices
 
 ENV = "TEFLON_CL_PROBE"
@@ -116,6 +118,20 @@ def compiles_at_launch_into_disk_cache(dev: Any) -> bool:
 #: a launch to warm up: kernel name, global size, local size (None: the driver's), and each
 #: argument as ``("buf", nbytes)`` or ``("raw", hex of its bytes)``
 WarmLaunch = dict[str, Any]
+
+
+def driver_options(dev: Any, options: str) -> str:
+    """The options pyopencl's ``Program.build`` hands the driver for ``options`` (it adds its
+    include directory, its defaults and ``PYOPENCL_BUILD_OPTIONS``). The child builds through
+    ctypes with these, so both processes build the same program: PoCL's cache key covers the
+    options, and the child's compiled kernels are of no use to this process otherwise."""
+    try:
+        import pyopencl as cl
+
+        raw, _ = cl.Program._process_build_options(SimpleNamespace(devices=[dev]), options)
+        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+    except Exception:  # noqa: BLE001 - another pyopencl: the options as given (a cache miss at worst)
+        return options
 
 
 def _message(record: dict[str, Any], records: Path | None, key: str, earlier: bool) -> str:
@@ -195,9 +211,11 @@ class _Child:
 
     def __init__(self, dev: Any, limit: float):
         self.device = f"{dev.name.strip()} ({dev.platform.name.strip()} {dev.driver_version.strip()})"
+        self.dev = dev
         self.pid = os.getpid()
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's life, closed by close()
-        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip()]
+        cmd = [sys.executable, str(Path(__file__).with_name("probe_worker.py")), devices.index_of(dev), dev.name.strip(),
+               cl_abi.opencl_library() or "", pocl_target.pocl_path() or ""]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                          text=True, encoding="utf-8")
@@ -252,7 +270,8 @@ class _Child:
               limit: float) -> dict[str, Any]:
         """The record of building one program in the child: outcome "ok", "error", "crash", "hang"."""
         start = os.fstat(self.stderr.fileno()).st_size
-        answer = self._ask({"key": key, "source": source, "options": options, "fault": fault}, limit)
+        answer = self._ask({"key": key, "source": source, "options": driver_options(self.dev, options),
+                            "fault": fault}, limit)
         record: dict[str, Any] = {"label": label, "device": self.device, "timeout": limit}
         if answer is not None and answer.get("key") == key:
             return {**record, "outcome": answer["outcome"]}
@@ -267,7 +286,7 @@ class _Child:
              limit: float) -> int:
         """Run ``launches`` of the program in the child (``probe_worker``'s ``warm`` request); the
         number it ran, 0 when it failed or died (a dead child is restarted by the next ``child``)."""
-        answer = self._ask({"key": key, "source": source, "options": options, "warm": launches,
+        answer = self._ask({"key": key, "source": source, "options": driver_options(self.dev, options), "warm": launches,
                             "fault": fault if fault == "warm-abort" else None}, limit)
         if answer is None or answer.get("key") != key:
             if self.proc.poll() is None:
