@@ -12,8 +12,9 @@ children (``probe._Child``):
   buffers of the real sizes (``probe_worker``'s ``warm`` request), and PoCL keeps the compiled
   work-group functions in its disk cache, where this process's first launch finds them.
 
-Children take the next probe, else the next warm-up whose program is probed, so one child warms
-a small program's kernels while the other still builds a big one. Meanwhile this process builds
+Children take the next probe, else the warm-up whose program is probed that compiles longest
+(``JIT_SECONDS``), so one child warms a small program's kernels while the other still builds a
+big one, and the two end together. Meanwhile this process builds
 its own programs (PoCL's cache hits, once probed: ``probe.check`` waits for a program's probe
 here) and sets kernel arguments; ``wait`` ends the batch before the first run.
 
@@ -37,6 +38,19 @@ from teflon_py.opencl.runtime import probe
 PARALLEL = 2
 #: a program to probe: (key, source, options, label)
 Program = tuple[str, str, str, str]
+#: Seconds PoCL 3.0 took to compile a kernel's work-group function at its first launch, by kernel
+#: name prefix (the longest that matches), on the 2-core Zen 3 of BENCHMARKS.md. Only the order of
+#: the warm-ups reads them: longest first, so that two children end together (on MobileNetV2
+#: float32 the 0.45 s dwpw kernel came last and one child idled meanwhile).
+JIT_SECONDS = {"qdepthwise": 0.75, "qconv_variant": 0.03, "qconv": 0.7, "dwpw": 0.5, "conv2d": 0.37,
+               "gemm": 0.27, "depthwise": 0.25, "qsoftmax": 0.17, "gemv": 0.16, "qmean": 0.12,
+               "softmax": 0.1, "mean": 0.06}
+
+
+def jit_seconds(kernel: str) -> float:
+    """``JIT_SECONDS`` of ``kernel`` (0.1 for a kernel none of its prefixes names)."""
+    best = max((p for p in JIT_SECONDS if kernel.startswith(p)), key=len, default=None)
+    return JIT_SECONDS[best] if best is not None else 0.1
 
 
 class Ahead:
@@ -76,10 +90,12 @@ class Ahead:
             while True:
                 if self.probes:
                     return self.probes.popleft(), None
-                for k, (program, launch) in enumerate(self.warms):
-                    if program[0] not in self.probing:
-                        del self.warms[k]
-                        return program, launch
+                ready = [k for k, (program, _) in enumerate(self.warms) if program[0] not in self.probing]
+                if ready:  # the longest compile first: the last to start are the short ones
+                    k = max(ready, key=lambda i: jit_seconds(self.warms[i][1]["kernel"]))
+                    program, launch = self.warms[k]
+                    del self.warms[k]
+                    return program, launch
                 if not self.warms:
                     return None
                 self.cond.wait()  # the other child is probing what is left to warm
