@@ -20,10 +20,12 @@
 // REQ_EXACT, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel) in integers
 // (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's float32 rule
 // (q_requantize_float16).
-// RESID: a residual ADD folded in: after the conv's own clamp, TFLite's quantized ADD of the
-// conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2)
-// << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [RESID] [QCONV_PORTABLE: the
+// A residual ADD folded in (int8 weights with the fixed-point requantization only: RESID, set
+// below, adds its arguments; `resid` != 0 applies it, so a partition's convs with and without one
+// share a program and a compiled kernel): after the conv's own clamp, TFLite's quantized ADD of
+// the conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r +
+// off2) << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
@@ -140,6 +142,10 @@ typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
 #endif
 #endif
 
+#if defined(W8) && !defined(REQ_EXACT) && !defined(REQ_FLOAT)
+#define RESID
+#endif
+
 #ifdef RESID
 // add.cc's input rescale MultiplyByQuantizedMultiplier(k << 20, m, -right) for |k| <= 255, m > 0,
 // right >= 0, in 32-bit lanes: its SRDHM is floor((k * 2^20 * m + 2^30) / 2^31) =
@@ -166,7 +172,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
 #endif
                     __global const XT* restrict zpad, __global XT* restrict out,
 #ifdef RESID
-                    __global const uchar* restrict res, const int off1, const int m1,
+                    __global const uchar* restrict res, const int resid, const int off1, const int m1,
                     const int s1, const int off2, const int m2, const int s2, const int rm,
                     const int rshift_add, const int rzo, const int rlo, const int rhi,
 #endif
@@ -280,7 +286,7 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
       v = v > hi ? (i16v)(hi) : v;
 #endif
 #ifdef RESID
-      {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
+      if (resid) {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
         const __global uchar* rp = res + (p0 + p) * YS + yoff + oc0;
         i16v other = 0;
         if (oc0 + 16 <= OC) {
