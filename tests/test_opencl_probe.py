@@ -326,3 +326,28 @@ def test_warm_ups_off(dc, fresh, monkeypatch, tmp_path) -> None:
     before = dict(fresh.STATS)
     compare_with_litert(_conv_model(), "opencl", options={"cache_dir": str(tmp_path)})
     assert fresh.STATS["warmed"] == before.get("warmed", 0) and fresh.STATS["probed"] > before.get("probed", 0)
+
+
+def test_the_childs_ctypes_opencl_sees_this_process_device_and_reports_build_errors(dc) -> None:
+    """``cl_abi`` (the child's OpenCL through ctypes) opens the library this process uses, numbers
+    the device as pyopencl does, passes pyopencl's build options, runs a launch, and turns a
+    build error into CLError (-11) instead of a crash."""
+    from teflon_py.opencl.runtime import cl_abi, pocl_target, probe
+    from teflon_py.opencl.runtime import device as devices
+
+    library = cl_abi.opencl_library()
+    assert library is not None and "OpenCL" in library
+    cl = cl_abi.OpenCL(library, pocl_target.pocl_path())
+    dev = cl.device(*(int(part) for part in devices.index_of(dc.device).split(":")))
+    assert cl.device_name(dev) == dc.device.name.strip()
+    ctx = cl.context(dev)
+    options = probe.driver_options(dc.device, "-DSCALE=2.0f")
+    assert options.startswith("-DSCALE=2.0f") and " -I " in options  # pyopencl's include directory
+    program = cl.build(ctx, dev, KERNEL, options)
+    assert cl.create_kernels(program) == 1
+    cl.launch(ctx, cl.queue(ctx, dev), program, "twice", [64], [1], [("buf", 256), ("buf", 256)])
+    with pytest.raises(cl_abi.CLError) as e:
+        cl.build(ctx, dev, "__kernel void broken(void) { no_such_call(); }", "")
+    assert e.value.code == -11  # CL_BUILD_PROGRAM_FAILURE
+    with pytest.raises(LookupError, match="no OpenCL platform 99"):
+        cl.device(99, 0)
