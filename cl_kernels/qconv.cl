@@ -21,8 +21,8 @@
 // (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's float32 rule
 // (q_requantize_float16).
 // A residual ADD folded in (int8 weights with the fixed-point requantization only: RESID, set
-// below, adds its arguments; `resid` != 0 applies it, so a partition's convs with and without one
-// share a program and a compiled kernel): after the conv's own clamp, TFLite's quantized ADD of
+// below, adds the kernel qconv_res beside qconv in the same program, so a partition's convs with
+// and without one share a program; each kernel compiles only its own epilogue): after the conv's own clamp, TFLite's quantized ADD of
 // the conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r +
 // off2) << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
 // Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [QCONV_PORTABLE: the
@@ -159,28 +159,36 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
 }
 #endif
 
-__kernel void qconv(__global const XT* restrict in, __global const WT* restrict w,
-                    __global const int* restrict bias,
 #if defined(REQ_EXACT)
-                    __global const int* restrict smh, __global const int* restrict sml,
-                    __global const int* restrict ssk,
+#define QCONV_REQ_PARAMS __global const int* restrict smh, __global const int* restrict sml, \
+                         __global const int* restrict ssk,
+#define QCONV_REQ_ARGS smh, sml, ssk,
 #elif defined(REQ_FLOAT)
-                    __global const float* restrict scale32,
+#define QCONV_REQ_PARAMS __global const float* restrict scale32,
+#define QCONV_REQ_ARGS scale32,
 #else
-                    __global const int* restrict mult, __global const int* restrict lshift,
-                    __global const int* restrict rshift,
+#define QCONV_REQ_PARAMS __global const int* restrict mult, __global const int* restrict lshift, \
+                         __global const int* restrict rshift,
+#define QCONV_REQ_ARGS mult, lshift, rshift,
 #endif
-                    __global const XT* restrict zpad, __global XT* restrict out,
-#ifdef RESID
-                    __global const uchar* restrict res, const int resid, const int off1, const int m1,
-                    const int s1, const int off2, const int m2, const int s2, const int rm,
-                    const int rshift_add, const int rzo, const int rlo, const int rhi,
-#endif
-                    const int IH,
-                    const int IW, const int IC, const int XS, const int xoff, const int OH,
-                    const int OW, const int OC, const int YS, const int yoff, const int KH,
-                    const int KW, const int SH, const int SW, const int DH, const int DW,
-                    const int PT, const int PL, const int NPIX, const int out_zp, const int lo, const int hi) {
+#define QCONV_PARAMS __global const XT* restrict in, __global const WT* restrict w,                   \
+                     __global const int* restrict bias, QCONV_REQ_PARAMS                              \
+                     __global const XT* restrict zpad, __global XT* restrict out
+#define QCONV_SIZE_PARAMS const int IH, const int IW, const int IC, const int XS, const int xoff,     \
+                          const int OH, const int OW, const int OC, const int YS, const int yoff,     \
+                          const int KH, const int KW, const int SH, const int SW, const int DH,       \
+                          const int DW, const int PT, const int PL, const int NPIX, const int out_zp, \
+                          const int lo, const int hi
+#define QCONV_ARGS in, w, bias, QCONV_REQ_ARGS zpad, out
+#define QCONV_SIZE_ARGS IH, IW, IC, XS, xoff, OH, OW, OC, YS, yoff, KH, KW, SH, SW, DH, DW, PT, PL, NPIX, \
+                        out_zp, lo, hi
+
+// One work-item's tile; `resid` is a constant at each call (the kernels below), so each kernel
+// compiles only its own epilogue: qconv, and qconv_res with the folded ADD (RESID).
+static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const uchar* restrict res,
+                              const int off1, const int m1, const int s1, const int off2, const int m2,
+                              const int s2, const int rm, const int rshift_add, const int rzo,
+                              const int rlo, const int rhi, QCONV_SIZE_PARAMS) {
   const int ocb = get_global_id(0);
   const int p0 = get_global_id(1) * PW;
   const int last = NPIX - 1;  // work-items past the last pixel recompute it and store nothing
@@ -309,6 +317,18 @@ __kernel void qconv(__global const XT* restrict in, __global const WT* restrict 
     }
   }
 }
+
+__kernel void qconv(QCONV_PARAMS, QCONV_SIZE_PARAMS) {
+  qconv_tile(QCONV_ARGS, 0, (__global const uchar*)0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, QCONV_SIZE_ARGS);
+}
+
+#ifdef RESID
+__kernel void qconv_res(QCONV_PARAMS, __global const uchar* restrict res, const int off1, const int m1,
+                        const int s1, const int off2, const int m2, const int s2, const int rm,
+                        const int rshift_add, const int rzo, const int rlo, const int rhi, QCONV_SIZE_PARAMS) {
+  qconv_tile(QCONV_ARGS, 1, res, off1, m1, s1, off2, m2, s2, rm, rshift_add, rzo, rlo, rhi, QCONV_SIZE_ARGS);
+}
+#endif
 
 // Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
 // report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd, 3 the

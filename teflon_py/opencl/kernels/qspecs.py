@@ -207,19 +207,17 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
     extra: tuple[str, ...] = ()
-    takes_residual = w8 and requant.scale is None and requant.scale32 is None  # qconv.cl's RESID
-    if residual is not None and not takes_residual:
-        raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
-    if takes_residual:  # the arguments always, so convs with and without an ADD share the kernel
-        add = residual or ResidualAdd((0, 0, 0), (0, 0, 0), 0, 0, 0, 0, 0)
-        (off1, m1, s1), (off2, m2, s2) = add.conv_input, add.other_input
-        rargs = kernels.scalars(resid=int(residual is not None), off1=off1, m1=m1, s1=s1, off2=off2, m2=m2,
-                                s2=s2, rm=add.multiplier, rshift_add=add.shift, rzo=add.zero_point,
-                                rlo=add.lo, rhi=add.hi)
-        extra = ("res" if residual is not None else "zpad",)  # no ADD: any buffer, never read
+    if residual is not None:  # qconv.cl's qconv_res, in the same program as qconv
+        if not w8 or requant.scale is not None or requant.scale32 is not None:
+            raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
+        (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
+        rargs = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
+                                rshift_add=residual.shift, rzo=residual.zero_point,
+                                rlo=residual.lo, rhi=residual.hi)
+        extra = ("res",)
         args = {**rargs, **args}
     return KernelSpec(
-        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines,
+        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines, entry="qconv_res" if residual else "",
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
         args=("input", "weights", "bias", *requant.args, "zpad", "output", *extra, *args),
         constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
