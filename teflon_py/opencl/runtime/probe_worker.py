@@ -64,6 +64,7 @@ def main(argv: list[str]) -> int:
         if cl.device_name(dev) != name:
             raise LookupError(f"device {spec} is {cl.device_name(dev)!r} here, not {name!r}")
         context = cl.context(dev)
+        queue = cl.queue(context, dev)  # the warm-ups' launches, one after another
     except Exception as e:  # noqa: BLE001 - any reason this process cannot probe goes to the parent
         _send(out, {"fatal": f"{type(e).__name__}: {e}"})
         return 3
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
         if "warm" in request:
             if fault == "warm-abort":
                 os.abort()
-            _send(out, {"key": request["key"], "warmed": _warm(cl, context, dev, programs, request)})
+            _send(out, {"key": request["key"], "warmed": _warm(cl, context, dev, queue, programs, request)})
             continue
         if fault == "abort":
             os.abort()
@@ -92,7 +93,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _warm(cl: Any, context: int, dev: int, programs: dict[str, int], request: dict[str, Any]) -> int:
+def _warm(cl: Any, context: int, dev: int, queue: int, programs: dict[str, int], request: dict[str, Any]) -> int:
     """Run each of ``request["warm"]``'s launches once on zero-filled buffers; the number run."""
     key = request["key"]
     if key not in programs:
@@ -100,7 +101,6 @@ def _warm(cl: Any, context: int, dev: int, programs: dict[str, int], request: di
             programs[key] = cl.build(context, dev, request["source"], request["options"])
         except Exception:  # noqa: BLE001 - a build error: nothing to warm (the probe recorded it)
             return 0
-    queue = cl.queue(context, dev)
     done = 0
     for launch in request["warm"]:
         try:
