@@ -22,9 +22,10 @@
 // (q_requantize_float16).
 // A residual ADD folded in (int8 weights with the fixed-point requantization only: RESID, set
 // below, adds the kernel qconv_res beside qconv in the same program, so a partition's convs with
-// and without one share a program; each kernel compiles only its own epilogue): after the conv's own clamp, TFLite's quantized ADD of
-// the conv's int8 value v and the other operand r: MBQM((v + off1) << 20, m1, -s1) + MBQM((r +
-// off2) << 20, m2, -s2) (s1, s2 right shifts), requantized by (rm, rshift_add), plus rzo, clamped.
+// and without one share a program; each kernel compiles only its own epilogue): after the conv's
+// own clamp, TFLite's quantized ADD of the conv's int8 value v and the other operand r:
+// MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2) << 20, m2, -s2) (s1, s2 right shifts),
+// requantized by (rm, rshift_add), plus rzo, clamped.
 // Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.

@@ -7,10 +7,10 @@ only its siblings ``cl_abi.py`` (OpenCL through ctypes) and ``pocl_target.py`` b
 standard library only. It opens the parent's OpenCL library (LIBOPENCL) after its libpocl
 (LIBPOCL, empty when the parent has none), applies PoCL's CPU-name patch as the parent did, finds
 the device as ``device.select_device`` numbers them (same index, same name), answers
-``{"ready": true}`` (or ``{"fatal": why}`` and exits 3), then reads one JSON request a line from stdin — ``key``, ``source``, ``options``
-and, for tests, ``fault`` ("abort" or "hang") — builds the program, creates its kernels, and
-answers ``{"key": ..., "outcome": "ok"}``, or ``"error"`` when the driver reported a build error
-(survivable: the parent's own build will raise it). It exits at the end of stdin.
+``{"ready": true}`` (or ``{"fatal": why}`` and exits 3), then reads one JSON request a line from
+stdin — ``key``, ``source``, ``options`` and, for tests, ``fault`` ("abort" or "hang") — builds
+the program, creates its kernels, and answers ``{"key": ..., "outcome": "ok"}``, or ``"error"``
+when the driver reported a build error (survivable: the parent's own build will raise it). It exits at the end of stdin.
 
 A request with ``warm`` (a list of launches: ``kernel``, ``global``, ``local`` and ``args``, each
 ``["buf", nbytes]`` or ``["raw", hex bytes]``) runs each launch once on zero-filled buffers of the
