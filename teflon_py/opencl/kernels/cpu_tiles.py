@@ -41,6 +41,10 @@ class CpuTiles:
     #: with 6 or 14; 8 also divides MediaPipe's row widths (no shifted, recomputed blocks). Not
     #: measured on the other tables (8 accumulators: 8 AVX2 registers, 16 NEON/SSE ones)
     narrow_pixels: int = 8
+    #: output pixels of a row per work-item of the int8 depthwise kernel (qdepthwise.cl), at
+    #: column stride 1 and strided: its accumulators and the row of inputs they read stay in
+    #: registers (16 int32 lanes each: one AVX-512 register, two AVX2 ones)
+    qdepthwise: tuple[int, int] = (14, 7)
 
     @property
     def tile_rows(self) -> dict[int, int]:
@@ -59,6 +63,10 @@ class CpuTiles:
     def qconv_pixels(self, nv: int) -> int:
         """Pixels per work-item of the int8 convolution with ``nv`` vectors across channels."""
         return _rows(self.qconv, nv)
+
+    def qdepthwise_pixels(self, strided: bool) -> int:
+        """Pixels per work-item of the int8 depthwise kernel (``strided``: column stride > 1)."""
+        return self.qdepthwise[1 if strided else 0]
 
     def depthwise_blocking(self, kw: int, sw: int) -> tuple[int, int] | None:
         """(pixels, rows) per work-item of the fast depthwise kernel for filter width ``kw`` and
@@ -81,11 +89,14 @@ AVX512 = CpuTiles("avx512", 16, ((14, 1), (12, 2), (8, 3), (6, 4)),
 #: (stride 1) or 2 (stride 2) per work-item, 10-40% faster than the AVX-512 blockings there.
 #: int8 convolutions: 8 pixels x 16 channels only (qconv.cl's vpmaddwd loop): MobileNetV2 int8 ran
 #: 17 -> 10 ms an invoke, and its first load 12.5 -> 5.4 s (6 programs instead of 9, each smaller);
-#: 8 pixels measured 2-20% faster than 6, and 2 or 4 channel vectors within 10% of 1
-AVX2 = CpuTiles("avx2", 8, ((6, 1),), ((3, 1, 4, 1), (3, 2, 2, 1), (5, 1, 4, 1), (5, 2, 2, 1)), ((8, 1),))
+#: 8 pixels measured 2-20% faster than 6, and 2 or 4 channel vectors within 10% of 1. int8
+#: depthwise: 8 pixels (4 strided) ran within 3% of 14 (7) on MobileNetV1/V2 int8's layers (2 of
+#: 6 would have been 25% slower) and compile in 0.38 + 0.29 s at the first launch, not 0.6 + 0.37
+AVX2 = CpuTiles("avx2", 8, ((6, 1),), ((3, 1, 4, 1), (3, 2, 2, 1), (5, 1, 4, 1), (5, 2, 2, 1)), ((8, 1),),
+                qdepthwise=(8, 4))
 #: 4-float registers (NEON: 32 of them, SSE: 16): not measured here; the AVX2 depthwise shapes
 #: and 4 x 16 tiles (16 registers of accumulators)
-NARROW = CpuTiles("narrow", 4, ((4, 1),), AVX2.depthwise, ((4, 1),))
+NARROW = CpuTiles("narrow", 4, ((4, 1),), AVX2.depthwise, ((4, 1),), qdepthwise=AVX2.qdepthwise)
 
 TABLES = {t.name: t for t in (AVX512, AVX2, NARROW)}
 

@@ -247,12 +247,12 @@ def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool, madd: bool = Fals
 def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, input_zero_point: int,
                     w_hwo: np.ndarray, bias: np.ndarray | None, requant: Requant, *, depth_multiplier: int,
                     stride: tuple[int, int], dilation: tuple[int, int], padding: ir.Padding | int | Padding,
-                    pads: Pads = kernels.NO_PADS, pw: int | None = None) -> KernelSpec:
+                    pads: Pads = kernels.NO_PADS, pw: int | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
     """``qdepthwise.cl`` for zero-point-free integer weights ``w_hwo`` [KH][KW][OC] (int64).
 
     The kernel subtracts the input zero point from each loaded vector (taps in the padding are
-    skipped), as the fallback does; ``pw`` output pixels of a row (14, 7 when strided: measured
-    best on PoCL) x 16 channels per work-item.
+    skipped), as the fallback does; ``pw`` output pixels of a row (by default
+    ``tiles.qdepthwise``: the CPU's registers) x 16 channels per work-item.
     """
     nb, ih, iw, c = input_shape
     kh, kw, oc = w_hwo.shape
@@ -260,7 +260,7 @@ def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, inp
     ocp = packing.round_up(oc, 16)
     weights = np.zeros((kh, kw, ocp), np.int32)
     weights[:, :, :oc] = w_hwo
-    pw = pw or (7 if stride[1] > 1 else 14)
+    pw = pw or tiles.qdepthwise_pixels(stride[1] > 1)
     defines = {"XT": CL_TYPES[np.dtype(dtype)], "PW": pw, "KW": kw, "SW": stride[1], "DW": dilation[1]}
     if depth_multiplier == 1:
         defines["DM1"] = True

@@ -127,7 +127,8 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     requant = qkernels.conv_requant(graph, op, attrs.activation)
     spec = qkernels.qdepthwise_spec(shape, xt.dtype, xt.zero_point, w, _bias(graph, op), requant,
                                     depth_multiplier=w.shape[2] // shape[3], stride=attrs.strides,
-                                    dilation=attrs.dilations, padding=attrs.padding, pads=ctx.pads())
+                                    dilation=attrs.dilations, padding=attrs.padding, pads=ctx.pads(),
+                                    tiles=ctx.params.tiles)
     qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
