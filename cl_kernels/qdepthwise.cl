@@ -4,22 +4,38 @@
 // point (taps in the padding are zero and rows outside are skipped, as the reference kernel
 // skips them); weights arrive zero-point-free as int32 [KH][KW][OCP], bias as int32 [OCP].
 // The epilogue requantizes per channel (multiplier, left and right shift), adds the output zero
-// point and clamps. Macros: XT (char|uchar) PW KW SW DW [DM1]; the rest are arguments.
-// Global (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
-#define SPAN ((PW - 1) * SW + (KW - 1) * DW + 1)
-
-// The 16 output channels' inputs at pixel `px`, less the zero point: one vector load when DM == 1
-// and the block is whole, else a lane-by-lane gather that stops at the last channel.
-inline i16v load_channels(const __global XT* px, int oc0, int C, int DM, int OC, int zp) {
-#ifdef DM1
-  if (oc0 + 16 <= C) return LOAD16_INT(XT, px + oc0) - zp;
+// point and clamps. Global (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
+//
+// A TEMPLATE: each instantiation is the kernel QDEPTHWISE_NAME under its macros XT (char|uchar)
+// PW KW SW DW [DM1] [REQ_FLOAT] (the rest are arguments), so a partition's depthwise layers of
+// every stride and filter width are kernels of one program (one front-end compile).
+#ifndef QDEPTHWISE_HELPERS
+#define QDEPTHWISE_HELPERS
+// The 16 output channels' inputs at pixel `px`, less the zero point: one vector load when the
+// depth multiplier is 1 (`dm1`, a constant at each call) and the block is whole, else a
+// lane-by-lane gather that stops at the last channel; one function per input type.
+#define QDEPTHWISE_LOADER(T)                                                                       \
+  inline i16v qdepthwise_load_##T(const __global T* px, int oc0, int C, int DM, int OC, int zp,   \
+                                  const int dm1) {                                                 \
+    if (dm1 && oc0 + 16 <= C) return LOAD16_INT(T, px + oc0) - zp;                                 \
+    i16v v = 0;                                                                                    \
+    for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? (int)px[(oc0 + l) / DM] - zp : 0;           \
+    return v;                                                                                      \
+  }
+QDEPTHWISE_LOADER(char)
+QDEPTHWISE_LOADER(uchar)
+#define QDEPTHWISE_CAT2(a, b) a##b
+#define QDEPTHWISE_CAT(a, b) QDEPTHWISE_CAT2(a, b)
 #endif
-  i16v v = 0;
-  for (int l = 0; l < 16; l++) v[l] = oc0 + l < OC ? (int)px[(oc0 + l) / DM] - zp : 0;
-  return v;
-}
 
-__kernel void qdepthwise(__global const XT* restrict in, __global const int* restrict w,
+#define SPAN ((PW - 1) * SW + (KW - 1) * DW + 1)
+#ifdef DM1
+#define QDEPTHWISE_DM1 1
+#else
+#define QDEPTHWISE_DM1 0
+#endif
+
+__kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int* restrict w,
                          __global const int* restrict bias,
 #ifdef REQ_FLOAT
                          __global const float* restrict scale32,
@@ -51,7 +67,9 @@ __kernel void qdepthwise(__global const XT* restrict in, __global const int* res
 #pragma unroll
     for (int t = 0; t < SPAN; t++) {
       const int iw = ow0 * SW - PL + t;
-      x[t] = (uint)iw < (uint)IW ? load_channels(line + iw * C, oc0, C, DM, OC, in_zp) : (i16v)(0);
+      x[t] = (uint)iw < (uint)IW
+                 ? QDEPTHWISE_CAT(qdepthwise_load_, XT)(line + iw * C, oc0, C, DM, OC, in_zp, QDEPTHWISE_DM1)
+                 : (i16v)(0);
     }
 #pragma unroll
     for (int kw = 0; kw < KW; kw++) {
@@ -84,3 +102,5 @@ __kernel void qdepthwise(__global const XT* restrict in, __global const int* res
     }
   }
 }
+#undef SPAN
+#undef QDEPTHWISE_DM1

@@ -1,5 +1,7 @@
 // int8 / uint8 window and row reductions: AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SOFTMAX. Every size
 // and constant is an ARGUMENT (one program for every shape and both types); needs quant.cl first.
+// Included as a template with no macros (once per program, beside a partition's other integer
+// template kernels), except under REQ_FLOAT (qmean's float32 rule), a program of its own.
 // Bytes are read as values through `flip` (0x80 for int8, 0 for uint8): value = (byte ^ flip) - flip.
 
 // The 16 channel values at `p` (the first `n` when fewer are left; the rest 0).

@@ -410,3 +410,23 @@ def test_int8_residual_add_folds_into_the_1x1_conv(device, case: int) -> None:
 def placed(it) -> list[dict]:
     """Each partition's index, backend and nodes (leaving out where it runs: device, kernel family)."""
     return [{k: p[k] for k in ("index", "backend", "nodes")} for p in it.partitions()]
+
+
+@pytest.mark.model
+def test_int8_depthwise_of_every_stride_and_the_reductions_share_one_program(device) -> None:
+    """qdepthwise.cl is a template and qreduce.cl a template with no macros: a partition's
+    depthwise kernels (stride 1 and 2, their own register blockings) and its MEAN and SOFTMAX are
+    kernels of one program, one front-end compile (results checked against LiteRT as ever)."""
+    import pyopencl as cl
+
+    model = zoo.build("mobilenet_v2", dtype="int8", io="int8")
+    x = np.random.default_rng(1).integers(-128, 127, (1, 96, 96, 3), endpoint=True).astype(np.int8)
+    it = check_model(model, "opencl", inputs=[x])
+    (step,) = [s for s in it._runnable(0).steps if getattr(s, "compiled", None) is not None]
+    launches = step.compiled.launch_list.launches
+    names = {la.kernel.function_name for la in launches}
+    depthwise = {n for n in names if n.startswith("qdepthwise_")}
+    assert any("s1" in n for n in depthwise) and any("s2" in n for n in depthwise) and "qmean" in names, names
+    shared = {la.kernel.get_info(cl.kernel_info.PROGRAM).int_ptr for la in launches
+              if la.kernel.function_name in depthwise | {"qmean", "qsoftmax"}}
+    assert len(shared) == 1

@@ -153,6 +153,33 @@ def test_sources_load_from_the_package():
         load_source("missing.cl")
 
 
+def test_integer_templates_of_every_kind_build_as_one_program(dc, tmp_path):
+    """A partition's quant.cl template programs merge into one (``merge_template_programs``):
+    qdepthwise.cl's instantiations of both 8-bit types, both depth-multiplier paths, both
+    requantization rules and several blockings, and qreduce.cl, compile side by side."""
+    import pyopencl as cl
+
+    from teflon_py.opencl.kernels import qspecs
+    from teflon_py.opencl.lowerings.qreduce import FILES
+    from teflon_py.opencl.runtime.programs import ProgramCache, is_template_program, merge_template_programs
+
+    specs = []
+    for dtype, dm, stride, kw, pw in ((np.int8, 1, 1, 3, None), (np.int8, 1, 2, 3, None), (np.uint8, 1, 1, 5, 3),
+                                      (np.int8, 2, 1, 3, 5)):
+        for req in (qspecs.Requant(0, -128, 127, multiplier=np.array([1 << 30]), shift=np.array([0])),
+                    qspecs.Requant(0, -128, 127, scale32=np.array([0.5]))):
+            w = np.ones((kw, kw, 16 * dm), np.int64)
+            specs.append(qspecs.qdepthwise_spec((1, 8, 8, 16), np.dtype(dtype), 0, w, None, req, depth_multiplier=dm,
+                                                stride=(stride, stride), dilation=(1, 1), padding=1, pw=pw))
+    pairs = [(s.files, s.function) for s in specs] + [(FILES, "qmean"), (FILES, "qsoftmax")]
+    assert all(is_template_program(files, {}) for files, _ in pairs)
+    merged = merge_template_programs(pairs)
+    assert list(merged) == ["quant.cl"] and len({s.function for s in specs}) == len(specs) == len(merged["quant.cl"]) - 2
+    program = ProgramCache(dc, tmp_path).build(merged["quant.cl"])
+    kernels = set(program.get_info(cl.program_info.KERNEL_NAMES).split(";"))
+    assert {s.function for s in specs} | {"qmean", "qsoftmax"} <= kernels
+
+
 KERNEL = "__kernel void twice(__global const float* a, __global float* b) { int i = get_global_id(0); b[i] = a[i] * SCALE; }"
 
 

@@ -505,10 +505,10 @@ def _make_kernels(dc: DeviceContext, cache: ProgramCache, b: Builder,
     variants: dict[tuple[Any, str], str] = {}  # (program, family) -> the variant it compiled
     templated = [(la.spec.files, la.spec.function) for la in b.launches
                  if is_template_program(la.spec.files, la.spec.defines) and not la.spec.options]
-    merged = merge_template_programs(templated) if templated else ()
+    merged = merge_template_programs(templated)
 
     def files_of(spec: Any) -> Any:
-        return merged if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
+        return merged[spec.files[0]] if is_template_program(spec.files, spec.defines) and not spec.options else spec.files
 
     replays = [(files_of(la.spec), la.spec.defines, la.spec.options, _replay(b, la, storage)) for la in b.launches]
     replays += [(files_of(la.spec), la.spec.defines, la.spec.options, _variant_replay(la.spec.name))

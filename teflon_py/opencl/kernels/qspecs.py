@@ -18,6 +18,7 @@ from teflon_py.opencl.kernels import packing
 from teflon_py.opencl.kernels import specs as kernels
 from teflon_py.opencl.kernels.cpu_tiles import AVX512, CpuTiles
 from teflon_py.opencl.kernels.specs import KernelSpec, Pads
+from teflon_py.opencl.runtime.programs import template
 from teflon_py.ops.common import FusedActivation, Padding, Requantization
 
 #: OpenCL C element type of each 8-bit tensor type.
@@ -261,19 +262,20 @@ def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, inp
     weights = np.zeros((kh, kw, ocp), np.int32)
     weights[:, :, :oc] = w_hwo
     pw = pw or tiles.qdepthwise_pixels(stride[1] > 1)
-    defines = {"XT": CL_TYPES[np.dtype(dtype)], "PW": pw, "KW": kw, "SW": stride[1], "DW": dilation[1]}
-    if depth_multiplier == 1:
-        defines["DM1"] = True
     if requant.scale is not None:
         raise ValueError("qdepthwise requantizes by fixed point or XNNPACK's float32 rule")
-    defines.update(requant.defines)
+    xt, dm1 = CL_TYPES[np.dtype(dtype)], depth_multiplier == 1
+    entry = f"qdepthwise_{xt}_{pw}x{kw}s{stride[1]}d{dilation[1]}" + ("_dm1" if dm1 else "") + (
+        "_f" if requant.scale32 is not None else "")
+    macros = {"QDEPTHWISE_NAME": entry, "XT": xt, "PW": pw, "KW": kw, "SW": stride[1], "DW": dilation[1],
+              **({"DM1": 1} if dm1 else {}), **{k: 1 for k in requant.defines}}
     args = kernels.scalars(IH=ih, IW=iw, C=c, DM=depth_multiplier, OC=oc, OH=wh.out, OW=ww.out, KH=kh,
                            SH=stride[0], DH=dilation[0], PT=wh.pad, PL=ww.pad,
                            in_zp=input_zero_point, out_zp=requant.zero_point, lo=requant.lo, hi=requant.hi)
     constants = {"weights": weights, "bias": pad_channels(folded_bias(bias, np.zeros(oc), 0), ocp),
                  **requant.constants(oc, ocp)}
     return KernelSpec(
-        files=("quant.cl", "qdepthwise.cl"), name="qdepthwise", defines=defines,
+        files=("quant.cl", template("qdepthwise.cl", **macros)), name="qdepthwise", entry=entry, defines={},
         global_size=(ocp // 16, -(-ww.out // pw), nb * wh.out), local_size=(1, 1, 1),
         args=("input", "weights", "bias", *requant.args, "output", *args),
         constants=constants, scalars=args, flops=2 * nb * wh.out * ww.out * oc * kh * kw,

@@ -93,24 +93,32 @@ def entry_source(entry: FileEntry) -> str:
     return f"{head}{load_source(name)}\n{tail}"
 
 
+#: The files a template program starts with: the helpers its template files need (common.cl for
+#: the float kernels, quant.cl for the integer ones). Template programs merge per base file.
+TEMPLATE_BASES = ("common.cl", "quant.cl")
+
+
 def is_template_program(files: Sequence[FileEntry], defines: Mapping[str, object]) -> bool:
-    """Whether a program is common.cl plus template instantiations only, with no ``-D`` macros:
-    such programs of one partition can merge into one (``merge_template_programs``)."""
-    return not defines and files[:1] == ("common.cl",) and all(not isinstance(f, str) for f in files[1:])
+    """Whether a program is a base file (``TEMPLATE_BASES``) plus template instantiations only,
+    with no ``-D`` macros: such programs of one partition with the same base can merge into one
+    (``merge_template_programs``)."""
+    return (not defines and bool(files) and files[0] in TEMPLATE_BASES
+            and all(not isinstance(f, str) for f in files[1:]))
 
 
-def merge_template_programs(programs: Sequence[tuple[Sequence[FileEntry], str]]) -> tuple[FileEntry, ...]:
-    """One program for the (files, kernel function) pairs of template programs (see
-    ``is_template_program``): common.cl, then only the instantiation each kernel needs (the one
-    whose ``*_NAME`` macro is the function; for a kernel outside the template, such as
+def merge_template_programs(programs: Sequence[tuple[Sequence[FileEntry], str]]) -> dict[str, tuple[FileEntry, ...]]:
+    """One program per base file for the (files, kernel function) pairs of template programs
+    (see ``is_template_program``): the base, then only the instantiation each kernel needs (the
+    one whose ``*_NAME`` macro is the function; for a kernel outside the template, such as
     gemm_pack_b, the file's first instantiation, which also defines it), each once, in a
-    canonical order so equal sets give equal sources. One front-end compile for a partition."""
-    entries = set()
+    canonical order so equal sets give equal sources. One front-end compile per base for a
+    partition."""
+    entries: dict[str, set[FileEntry]] = {}
     for files, function in programs:
         instances = [f for f in files[1:] if not isinstance(f, str)]
         named = [f for f in instances if any(k.endswith("_NAME") and v == function for k, v in f[1])]
-        entries.add(named[0] if named else instances[0])
-    return ("common.cl", *sorted(entries, key=lambda e: (e[0], repr(e[1]))))
+        entries.setdefault(str(files[0]), set()).add(named[0] if named else instances[0])
+    return {base: (base, *sorted(found, key=lambda e: (e[0], repr(e[1])))) for base, found in entries.items()}
 
 
 def _literal(value: object) -> str:
