@@ -281,16 +281,21 @@ static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const ucha
 #else
     const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
 #endif
+    // one pixel at a time (a rolled loop: one copy of the requantization and of the folded
+    // ADD, not PW; their vectors come from registers through a small private array)
+    i16v accs[PW];
 #pragma unroll
+    for (int p = 0; p < PW; p++) accs[p] = acc[p][j];
+#pragma unroll 1
     for (int p = 0; p < PW; p++) {
       if (p0 + p > last) break;
       __global XT* o = out + (p0 + p) * YS + yoff + oc0;
 #if defined(REQ_FLOAT)
-      i16v v = q_requantize_float16(acc[p][j], fs, out_zp, lo, hi);
+      i16v v = q_requantize_float16(accs[p], fs, out_zp, lo, hi);
 #elif defined(REQ_EXACT)
-      i16v v = q_requantize_exact16(acc[p][j], mh, ml, sk, out_zp, lo, hi);
+      i16v v = q_requantize_exact16(accs[p], mh, ml, sk, out_zp, lo, hi);
 #else
-      i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
+      i16v v = q_mbqm16(accs[p], m, l, r) + out_zp;
       v = v < lo ? (i16v)(lo) : v;
       v = v > hi ? (i16v)(hi) : v;
 #endif
