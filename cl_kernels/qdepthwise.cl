@@ -36,17 +36,17 @@ QDEPTHWISE_LOADER(uchar)
 #endif
 
 __kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int* restrict w,
-                         __global const int* restrict bias,
+                              __global const int* restrict bias,
 #ifdef REQ_FLOAT
-                         __global const float* restrict scale32,
+                              __global const float* restrict scale32,
 #else
-                         __global const int* restrict mult,
-                         __global const int* restrict lshift, __global const int* restrict rshift,
+                              __global const int* restrict mult,
+                              __global const int* restrict lshift, __global const int* restrict rshift,
 #endif
-                         __global XT* restrict out, const int IH, const int IW, const int C,
-                         const int DM, const int OC, const int OH, const int OW, const int KH,
-                         const int SH, const int DH, const int PT, const int PL, const int in_zp,
-                         const int out_zp, const int lo, const int hi) {
+                              __global XT* restrict out, const int IH, const int IW, const int C,
+                              const int DM, const int OC, const int OH, const int OW, const int KH,
+                              const int SH, const int DH, const int PT, const int PL, const int in_zp,
+                              const int out_zp, const int lo, const int hi) {
   const int oc0 = get_global_id(0) * 16;
   const int ow0 = get_global_id(1) * PW;
   const int row = get_global_id(2);  // n * OH + oh
