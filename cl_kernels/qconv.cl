@@ -16,17 +16,17 @@
 //     devices (standard OpenCL C: no 64-wide vectors) read each quad as an int and sign-extend
 //     its bytes by shifts.
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
-// Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with
-// REQ_EXACT, FULLY_CONNECTED's round(double(acc) * scale) (LiteRT's reference kernel) in integers
-// (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's float32 rule
-// (q_requantize_float16).
-// A residual ADD folded in (int8 weights with the fixed-point requantization only: RESID, set
-// below, adds the kernel qconv_res beside qconv in the same program, so a partition's convs with
-// and without one share a program; each kernel compiles only its own epilogue): after the conv's
-// own clamp, TFLite's quantized ADD of the conv's int8 value v and the other operand r:
+// Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with `exact`
+// (a kernel argument, so convolutions and FULLY_CONNECTED share the kernel), FULLY_CONNECTED's
+// round(double(acc) * scale) (LiteRT's reference kernel) in integers from the same three int
+// arrays (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's
+// float32 rule (q_requantize_float16).
+// A residual ADD folded in (the fixed-point requantization only; `resid`, a kernel argument, so a
+// partition's convs with and without one run the same kernel and PoCL compiles it once): after
+// the conv's own clamp, TFLite's quantized ADD of the conv's int8 value v and the other operand r:
 // MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2) << 20, m2, -s2) (s1, s2 right shifts),
 // requantized by (rm, rshift_add), plus rzo, clamped.
-// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_EXACT|REQ_FLOAT] [QCONV_PORTABLE: the
+// Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_FLOAT] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
 // Measured here (AVX-512 VNNI through clang's __builtin_ia32_vpdpbusd512, 2 cores): ~1.0-1.3
@@ -143,11 +143,7 @@ typedef char c16u __attribute__((ext_vector_type(16), aligned(1)));
 #endif
 #endif
 
-#if defined(W8) && !defined(REQ_EXACT) && !defined(REQ_FLOAT)
-#define RESID
-#endif
-
-#ifdef RESID
+#ifndef REQ_FLOAT
 // add.cc's input rescale MultiplyByQuantizedMultiplier(k << 20, m, -right) for |k| <= 255, m > 0,
 // right >= 0, in 32-bit lanes: its SRDHM is floor((k * 2^20 * m + 2^30) / 2^31) =
 // floor((k * m + 2^10) / 2^11) = k * (m >> 11) + floor((k * (m & 2047) + 2^10) / 2^11), every
@@ -160,36 +156,27 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
 }
 #endif
 
-#if defined(REQ_EXACT)
-#define QCONV_REQ_PARAMS __global const int* restrict smh, __global const int* restrict sml, \
-                         __global const int* restrict ssk,
-#define QCONV_REQ_ARGS smh, sml, ssk,
-#elif defined(REQ_FLOAT)
+#if defined(REQ_FLOAT)
 #define QCONV_REQ_PARAMS __global const float* restrict scale32,
-#define QCONV_REQ_ARGS scale32,
-#else
-#define QCONV_REQ_PARAMS __global const int* restrict mult, __global const int* restrict lshift, \
-                         __global const int* restrict rshift,
-#define QCONV_REQ_ARGS mult, lshift, rshift,
+#else  // fixed point: multiplier, left and right shift; exact: the scale's parts (quant.cl)
+#define QCONV_REQ_PARAMS __global const int* restrict req0, __global const int* restrict req1, \
+                         __global const int* restrict req2,
 #endif
 #define QCONV_PARAMS __global const XT* restrict in, __global const WT* restrict w,                   \
                      __global const int* restrict bias, QCONV_REQ_PARAMS                              \
                      __global const XT* restrict zpad, __global XT* restrict out
+// the folded ADD's operand and constants, and the epilogue's switches (unused under REQ_FLOAT)
+#define QCONV_EPI_PARAMS __global const XT* restrict res, const int off1, const int m1, const int s1, \
+                         const int off2, const int m2, const int s2, const int rm, const int rshift_add, \
+                         const int rzo, const int rlo, const int rhi, const int resid, const int exact
 #define QCONV_SIZE_PARAMS const int IH, const int IW, const int IC, const int XS, const int xoff,     \
                           const int OH, const int OW, const int OC, const int YS, const int yoff,     \
                           const int KH, const int KW, const int SH, const int SW, const int DH,       \
                           const int DW, const int PT, const int PL, const int NPIX, const int out_zp, \
                           const int lo, const int hi
-#define QCONV_ARGS in, w, bias, QCONV_REQ_ARGS zpad, out
-#define QCONV_SIZE_ARGS IH, IW, IC, XS, xoff, OH, OW, OC, YS, yoff, KH, KW, SH, SW, DH, DW, PT, PL, NPIX, \
-                        out_zp, lo, hi
 
-// One work-item's tile; `resid` is a constant at each call (the kernels below), so each kernel
-// compiles only its own epilogue: qconv, and qconv_res with the folded ADD (RESID).
-static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const uchar* restrict res,
-                              const int off1, const int m1, const int s1, const int off2, const int m2,
-                              const int s2, const int rm, const int rshift_add, const int rzo,
-                              const int rlo, const int rhi, QCONV_SIZE_PARAMS) {
+// One work-item's tile: PW pixels x OCB channels.
+__kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
   const int ocb = get_global_id(0);
   const int p0 = get_global_id(1) * PW;
   const int last = NPIX - 1;  // work-items past the last pixel recompute it and store nothing
@@ -276,10 +263,8 @@ static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const ucha
     if (oc0 >= OC) break;
 #if defined(REQ_FLOAT)
     const f16v fs = LOAD16(scale32 + oc0);
-#elif defined(REQ_EXACT)
-    const i16v mh = LOADI16(smh + oc0), ml = LOADI16(sml + oc0), sk = LOADI16(ssk + oc0);
 #else
-    const i16v m = LOADI16(mult + oc0), l = LOADI16(lshift + oc0), r = LOADI16(rshift + oc0);
+    const i16v r0 = LOADI16(req0 + oc0), r1 = LOADI16(req1 + oc0), r2 = LOADI16(req2 + oc0);
 #endif
     // one pixel at a time (a rolled loop: one copy of the requantization and of the folded
     // ADD, not PW; their vectors come from registers through a small private array)
@@ -292,21 +277,22 @@ static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const ucha
       __global XT* o = out + (p0 + p) * YS + yoff + oc0;
 #if defined(REQ_FLOAT)
       i16v v = q_requantize_float16(accs[p], fs, out_zp, lo, hi);
-#elif defined(REQ_EXACT)
-      i16v v = q_requantize_exact16(accs[p], mh, ml, sk, out_zp, lo, hi);
 #else
-      i16v v = q_mbqm16(accs[p], m, l, r) + out_zp;
-      v = v < lo ? (i16v)(lo) : v;
-      v = v > hi ? (i16v)(hi) : v;
-#endif
-#ifdef RESID
+      i16v v;
+      if (exact) {
+        v = q_requantize_exact16(accs[p], r0, r1, r2, out_zp, lo, hi);
+      } else {
+        v = q_mbqm16(accs[p], r0, r1, r2) + out_zp;
+        v = v < lo ? (i16v)(lo) : v;
+        v = v > hi ? (i16v)(hi) : v;
+      }
       if (resid) {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
-        const __global uchar* rp = res + (p0 + p) * YS + yoff + oc0;
+        const __global XT* rp = res + (p0 + p) * YS + yoff + oc0;
         i16v other = 0;
         if (oc0 + 16 <= OC) {
           other = LOAD16_INT(XT, rp);
         } else {
-          for (int t = 0; t < OC - oc0; t++) other[t] = ((const __global XT*)rp)[t];
+          for (int t = 0; t < OC - oc0; t++) other[t] = rp[t];
         }
         const i16v sum = q_add_rescale16(v + off1, m1, s1) + q_add_rescale16(other + off2, m2, s2);
         v = q_mbqm16(sum, (i16v)(rm), (i16v)(rshift_add > 0 ? rshift_add : 0),
@@ -323,18 +309,6 @@ static inline void qconv_tile(QCONV_PARAMS, const int resid, __global const ucha
     }
   }
 }
-
-__kernel void qconv(QCONV_PARAMS, QCONV_SIZE_PARAMS) {
-  qconv_tile(QCONV_ARGS, 0, (__global const uchar*)0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, QCONV_SIZE_ARGS);
-}
-
-#ifdef RESID
-__kernel void qconv_res(QCONV_PARAMS, __global const uchar* restrict res, const int off1, const int m1,
-                        const int s1, const int off2, const int m2, const int s2, const int rm,
-                        const int rshift_add, const int rzo, const int rlo, const int rhi, QCONV_SIZE_PARAMS) {
-  qconv_tile(QCONV_ARGS, 1, res, off1, m1, s1, off2, m2, s2, rm, rshift_add, rzo, rlo, rhi, QCONV_SIZE_ARGS);
-}
-#endif
 
 // Which inner loop this program compiled (QCONV_VARIANTS in qspecs.py; the partition's stats
 // report it): 0 int16 weights, 1 the portable quad shuffles, 2 AVX-512 VNNI's vpdpbusd, 3 the

@@ -67,10 +67,9 @@ class Requant:
 
     @property
     def defines(self) -> dict[str, bool]:
-        """The kernels' macro for the epilogues other than fixed point (which needs none)."""
-        if self.scale32 is not None:
-            return {"REQ_FLOAT": True}
-        return {"REQ_EXACT": True} if self.scale is not None else {}
+        """The kernels' macro for XNNPACK's float32 rule (the integer epilogues need none: qconv.cl
+        picks fixed point or exact by its ``exact`` argument)."""
+        return {"REQ_FLOAT": True} if self.scale32 is not None else {}
 
     def channels(self, start: int, stop: int) -> Requant:
         """The requantization of output channels [start, stop) (one group of a grouped conv)."""
@@ -184,7 +183,7 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
     wh, ww = kernels.padded_windows(g.ih, g.iw, kh, kw, g.stride, g.dilation, g.padding, g.pads)
     npix = g.nb * wh.out * ww.out
     nv = min(kernels.vectors_for(oc), tiles.qconv_max_vectors)
-    pw = 1 if npix == 1 else tiles.qconv_pixels(nv)
+    pw = tiles.qconv_pixels(nv)  # a one-pixel layer too (its PW - 1 copies cost little): one program
     ocb = 16 * nv
     ocp = packing.round_up(oc, ocb)
     w8 = bool(w_ohwi.size == 0 or (w_ohwi.min() >= -128 and w_ohwi.max() <= 127))
@@ -207,22 +206,24 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                                   input_zero_point + flip_offset(dtype)), ocp),
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
-    extra: tuple[str, ...] = ()
-    if residual is not None:  # qconv.cl's qconv_res, in the same program as qconv
+    if residual is not None:  # read only with resid = 1: every launch runs the one kernel
         if not w8 or requant.scale is not None or requant.scale32 is not None:
             raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
         (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
-        rargs = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
-                                rshift_add=residual.shift, rzo=residual.zero_point,
-                                rlo=residual.lo, rhi=residual.hi)
-        extra = ("res",)
-        args = {**rargs, **args}
+        epilogue = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
+                                   rshift_add=residual.shift, rzo=residual.zero_point,
+                                   rlo=residual.lo, rhi=residual.hi, resid=1)
+    else:
+        epilogue = kernels.scalars(off1=0, m1=0, s1=0, off2=0, m2=0, s2=0, rm=0, rshift_add=0, rzo=0, rlo=0,
+                                   rhi=0, resid=0)
+    epilogue.update(kernels.scalars(exact=int(requant.scale is not None)))
     return KernelSpec(
-        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines, entry="qconv_res" if residual else "",
+        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines, entry="",
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
-        args=("input", "weights", "bias", *requant.args, "zpad", "output", *extra, *args),
-        constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
-        variants=QCONV_VARIANTS,
+        args=("input", "weights", "bias", *requant.args, "zpad", "output", "res" if residual else "zeros",
+              *epilogue, *args),
+        constants=constants, scalars={**epilogue, **args}, flops=2 * npix * oc * kh * kw * ic,
+        variants=QCONV_VARIANTS, zeros=16,
     )
 
 
