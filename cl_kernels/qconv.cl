@@ -271,6 +271,24 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
     i16v accs[PW];
 #pragma unroll
     for (int p = 0; p < PW; p++) accs[p] = acc[p][j];
+#if !defined(REQ_FLOAT)
+    if (!exact && !resid) {  // most convolutions: fixed point alone
+#pragma unroll 1
+      for (int p = 0; p < PW; p++) {
+        if (p0 + p > last) break;
+        __global XT* o = out + (p0 + p) * YS + yoff + oc0;
+        i16v v = q_mbqm16(accs[p], r0, r1, r2) + out_zp;
+        v = v < lo ? (i16v)(lo) : v;
+        v = v > hi ? (i16v)(hi) : v;
+        if (oc0 + 16 <= OC) {
+          STORE16_BYTES(o, v);
+        } else {
+          for (int t = 0; t < OC - oc0; t++) o[t] = (XT)v[t];
+        }
+      }
+      continue;
+    }
+#endif
 #pragma unroll 1
     for (int p = 0; p < PW; p++) {
       if (p0 + p > last) break;
