@@ -16,13 +16,13 @@
 //     devices (standard OpenCL C: no 64-wide vectors) read each quad as an int and sign-extend
 //     its bytes by shifts.
 //   else (uint8 weights less their zero point): [OCP/OCB][KH*KW][IC][OCB] shorts.
-// Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with `exact`
+// Requantization: per output channel multiplier / left / right shift (CONV_2D), or, with epi & 2
 // (a kernel argument, so convolutions and FULLY_CONNECTED share the kernel), FULLY_CONNECTED's
 // round(double(acc) * scale) (LiteRT's reference kernel) in integers from the same three int
 // arrays (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's
 // float32 rule (q_requantize_float16).
-// A residual ADD folded in (the fixed-point requantization only; `resid`, a kernel argument, so a
-// partition's convs with and without one run the same kernel and PoCL compiles it once): after
+// A residual ADD folded in (the fixed-point requantization only; epi & 1, so a partition's convs
+// with and without one run the same kernel and PoCL compiles it once; its constants in `radd`): after
 // the conv's own clamp, TFLite's quantized ADD of the conv's int8 value v and the other operand r:
 // MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2) << 20, m2, -s2) (s1, s2 right shifts),
 // requantized by (rm, rshift_add), plus rzo, clamped.
@@ -165,10 +165,10 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
 #define QCONV_PARAMS __global const XT* restrict in, __global const WT* restrict w,                   \
                      __global const int* restrict bias, QCONV_REQ_PARAMS                              \
                      __global const XT* restrict zpad, __global XT* restrict out
-// the folded ADD's operand and constants, and the epilogue's switches (unused under REQ_FLOAT)
-#define QCONV_EPI_PARAMS __global const XT* restrict res, const int off1, const int m1, const int s1, \
-                         const int off2, const int m2, const int s2, const int rm, const int rshift_add, \
-                         const int rzo, const int rlo, const int rhi, const int resid, const int exact
+// the folded ADD's operand and its 11 constants (radd: off1, m1, s1, off2, m2, s2, rm, rshift_add,
+// rzo, rlo, rhi), and the epilogue's switches (epi: 1 resid, 2 exact; unused under REQ_FLOAT). Few
+// arguments: PoCL loads each one per work-group, and a small layer runs thousands of them.
+#define QCONV_EPI_PARAMS __global const XT* restrict res, __global const int* restrict radd, const int epi
 #define QCONV_SIZE_PARAMS const int IH, const int IW, const int IC, const int XS, const int xoff,     \
                           const int OH, const int OW, const int OC, const int YS, const int yoff,     \
                           const int KH, const int KW, const int SH, const int SW, const int DH,       \
@@ -272,7 +272,7 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
 #pragma unroll
     for (int p = 0; p < PW; p++) accs[p] = acc[p][j];
 #if !defined(REQ_FLOAT)
-    if (!exact && !resid) {  // most convolutions: fixed point alone
+    if (epi == 0) {  // most convolutions: fixed point alone
 #pragma unroll 1
       for (int p = 0; p < PW; p++) {
         if (p0 + p > last) break;
@@ -297,14 +297,14 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
       i16v v = q_requantize_float16(accs[p], fs, out_zp, lo, hi);
 #else
       i16v v;
-      if (exact) {
+      if (epi & 2) {
         v = q_requantize_exact16(accs[p], r0, r1, r2, out_zp, lo, hi);
       } else {
         v = q_mbqm16(accs[p], r0, r1, r2) + out_zp;
         v = v < lo ? (i16v)(lo) : v;
         v = v > hi ? (i16v)(hi) : v;
       }
-      if (resid) {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
+      if (epi & 1) {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
         const __global XT* rp = res + (p0 + p) * YS + yoff + oc0;
         i16v other = 0;
         if (oc0 + 16 <= OC) {
@@ -312,11 +312,13 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
         } else {
           for (int t = 0; t < OC - oc0; t++) other[t] = rp[t];
         }
-        const i16v sum = q_add_rescale16(v + off1, m1, s1) + q_add_rescale16(other + off2, m2, s2);
-        v = q_mbqm16(sum, (i16v)(rm), (i16v)(rshift_add > 0 ? rshift_add : 0),
-                     (i16v)(rshift_add > 0 ? 0 : -rshift_add)) + rzo;
-        v = v < rlo ? (i16v)(rlo) : v;
-        v = v > rhi ? (i16v)(rhi) : v;
+        const i16v sum = q_add_rescale16(v + radd[0], radd[1], radd[2]) +
+                         q_add_rescale16(other + radd[3], radd[4], radd[5]);
+        const int rshift_add = radd[7];
+        v = q_mbqm16(sum, (i16v)(radd[6]), (i16v)(rshift_add > 0 ? rshift_add : 0),
+                     (i16v)(rshift_add > 0 ? 0 : -rshift_add)) + radd[8];
+        v = v < radd[9] ? (i16v)(radd[9]) : v;
+        v = v > radd[10] ? (i16v)(radd[10]) : v;
       }
 #endif
       if (oc0 + 16 <= OC) {

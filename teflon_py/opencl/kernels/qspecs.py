@@ -206,23 +206,21 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                                   input_zero_point + flip_offset(dtype)), ocp),
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
-    if residual is not None:  # read only with resid = 1: every launch runs the one kernel
+    epi = 2 if requant.scale is not None else 0  # qconv.cl's epilogue switches: 1 residual, 2 exact
+    if residual is not None:
         if not w8 or requant.scale is not None or requant.scale32 is not None:
             raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
         (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
-        epilogue = kernels.scalars(off1=off1, m1=m1, s1=s1, off2=off2, m2=m2, s2=s2, rm=residual.multiplier,
-                                   rshift_add=residual.shift, rzo=residual.zero_point,
-                                   rlo=residual.lo, rhi=residual.hi, resid=1)
-    else:
-        epilogue = kernels.scalars(off1=0, m1=0, s1=0, off2=0, m2=0, s2=0, rm=0, rshift_add=0, rzo=0, rlo=0,
-                                   rhi=0, resid=0)
-    epilogue.update(kernels.scalars(exact=int(requant.scale is not None)))
+        constants["radd"] = np.array([off1, m1, s1, off2, m2, s2, residual.multiplier, residual.shift,
+                                      residual.zero_point, residual.lo, residual.hi], np.int32)
+        epi |= 1
+    args = {**kernels.scalars(epi=epi), **args}
     return KernelSpec(
         files=("quant.cl", "qconv.cl"), name="qconv", defines=defines, entry="",
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
         args=("input", "weights", "bias", *requant.args, "zpad", "output", "res" if residual else "zeros",
-              *epilogue, *args),
-        constants=constants, scalars={**epilogue, **args}, flops=2 * npix * oc * kh * kw * ic,
+              "radd" if residual else "zeros", *args),
+        constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
         variants=QCONV_VARIANTS, zeros=16,
     )
 
