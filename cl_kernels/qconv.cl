@@ -277,9 +277,7 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
       for (int p = 0; p < PW; p++) {
         if (p0 + p > last) break;
         __global XT* o = out + (p0 + p) * YS + yoff + oc0;
-        i16v v = q_mbqm16(accs[p], r0, r1, r2) + out_zp;
-        v = v < lo ? (i16v)(lo) : v;
-        v = v > hi ? (i16v)(hi) : v;
+        const i16v v = q_requantize_fixed16(accs[p], r0, r1, r2, out_zp, lo, hi);
         if (oc0 + 16 <= OC) {
           STORE16_BYTES(o, v);
         } else {
@@ -300,9 +298,7 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
       if (epi & 2) {
         v = q_requantize_exact16(accs[p], r0, r1, r2, out_zp, lo, hi);
       } else {
-        v = q_mbqm16(accs[p], r0, r1, r2) + out_zp;
-        v = v < lo ? (i16v)(lo) : v;
-        v = v > hi ? (i16v)(hi) : v;
+        v = q_requantize_fixed16(accs[p], r0, r1, r2, out_zp, lo, hi);
       }
       if (epi & 1) {  // the folded ADD on the conv's int8 outputs: add.cc's arithmetic, vectorised
         const __global XT* rp = res + (p0 + p) * YS + yoff + oc0;

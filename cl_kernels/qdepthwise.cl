@@ -90,9 +90,7 @@ __kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int
 #ifdef REQ_FLOAT
       i16v v = q_requantize_float16(acc[p], fs, out_zp, lo, hi);
 #else
-      i16v v = q_mbqm16(acc[p], m, l, r) + out_zp;
-      v = v < lo ? (i16v)(lo) : v;
-      v = v > hi ? (i16v)(hi) : v;
+      const i16v v = q_requantize_fixed16(acc[p], m, l, r, out_zp, lo, hi);
 #endif
       if (oc0 + 16 <= OC) {
         STORE16_BYTES(o + p * OC, v);

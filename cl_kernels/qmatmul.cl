@@ -60,9 +60,7 @@ __kernel void qmatmul(__global const XT* restrict a, __global const short* restr
     for (int j = 0; j < NV; j++) {
       const int n0 = nb * OCB + j * 16;
       if (n0 >= N) break;
-      i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
-      v = v < lo ? (i16v)(lo) : v;
-      v = v > hi ? (i16v)(hi) : v;
+      const i16v v = q_requantize_fixed16(acc[p][j], m, l, r, out_zp, lo, hi);
       if (n0 + 16 <= N) {
         STORE16_BYTES(o + n0, v);
       } else {

@@ -70,9 +70,7 @@ __kernel void qtranspose_conv(__global const XT* restrict in, __global const WT*
       const int ox = rx + SW * (j0 + p);
       if (j0 + p >= NJ || ox >= OW) break;
       __global XT* o = out + ((n * OH + oy) * OW + ox) * OC + oc0;
-      i16v v = q_mbqm16(acc[p][j], m, l, r) + out_zp;
-      v = v < lo ? (i16v)(lo) : v;
-      v = v > hi ? (i16v)(hi) : v;
+      const i16v v = q_requantize_fixed16(acc[p][j], m, l, r, out_zp, lo, hi);
       if (oc0 + 16 <= OC) {
         STORE16_BYTES(o, v);
       } else {

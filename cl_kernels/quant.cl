@@ -85,6 +85,14 @@ inline i16v q_mbqm16(i16v x, i16v m, i16v left, i16v right) {
   return (hi >> right) - (remainder > threshold);
 }
 
+// TFLite's fixed-point requantization of int32 accumulators: MultiplyByQuantizedMultiplier by
+// per-lane (multiplier, left shift, right shift), plus the zero point, clamped to [lo, hi].
+inline i16v q_requantize_fixed16(i16v acc, i16v m, i16v left, i16v right, int zp, int lo, int hi) {
+  i16v v = q_mbqm16(acc, m, left, right) + zp;
+  v = v < lo ? (i16v)(lo) : v;
+  return v > hi ? (i16v)(hi) : v;
+}
+
 // LiteRT's reference FULLY_CONNECTED, round(double(acc) * scale) with C's round, plus the zero
 // point, clamped -- in integers only, so devices without cl_khr_fp64 compute it too. The scale
 // comes as (mh, ml, sk) = (M >> 32, M & 0xFFFFFFFF, k - 30) for scale = M * 2^-k, M < 2^53
