@@ -22,8 +22,9 @@
 // arrays (q_requantize_exact16 in quant.cl: no fp64 needed), or, with REQ_FLOAT, XNNPACK's
 // float32 rule (q_requantize_float16).
 // A residual ADD folded in (the fixed-point requantization only; epi & 1, so a partition's convs
-// with and without one run the same kernel and PoCL compiles it once; its constants in `radd`): after
-// the conv's own clamp, TFLite's quantized ADD of the conv's int8 value v and the other operand r:
+// with and without one run the same kernel and PoCL compiles it once; its constants in `radd`):
+// after the conv's own clamp, TFLite's quantized ADD of the conv's int8 value v and the other
+// operand r:
 // MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2) << 20, m2, -s2) (s1, s2 right shifts),
 // requantized by (rm, rshift_add), plus rzo, clamped.
 // Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_FLOAT] [QCONV_PORTABLE: the

@@ -68,7 +68,7 @@ class Requant:
     @property
     def defines(self) -> dict[str, bool]:
         """The kernels' macro for XNNPACK's float32 rule (the integer epilogues need none: qconv.cl
-        picks fixed point or exact by its ``exact`` argument)."""
+        picks fixed point or exact by its ``epi`` argument)."""
         return {"REQ_FLOAT": True} if self.scale32 is not None else {}
 
     def channels(self, start: int, stop: int) -> Requant:
@@ -216,7 +216,7 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
         epi |= 1
     args = {**kernels.scalars(epi=epi), **args}
     return KernelSpec(
-        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines, entry="",
+        files=("quant.cl", "qconv.cl"), name="qconv", defines=defines,
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
         args=("input", "weights", "bias", *requant.args, "zpad", "output", "res" if residual else "zeros",
               "radd" if residual else "zeros", *args),
