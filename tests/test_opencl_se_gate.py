@@ -105,7 +105,7 @@ def test_gate_mul_that_cannot_fold_stays(family: str, case: str, batch: int, c: 
     """The MUL keeps its launch when y is a graph output or has a second reader, when the conv
     reading it is not 1x1 stride 1, when a RELU clamps the MUL, when each of two batches has its
     own gate (a per-batch [2,1,1,C] gate is not one vector over the gemm's rows), and where the
-    fold does not pay (``specs.gate_fold_reason``): one pixel (gemv has no gated form), a 7x7 map
+    fold does not pay (``specs.gate_fold_reason``): one pixel (fewer rows than a gated gemm takes), a 7x7 map
     under 320 columns of weights."""
     it = check_model(se_block(case, c=c, oc=oc, size=size, batch=batch), "opencl")
     mul, gated = _mul_and_gated(it)

@@ -93,7 +93,7 @@ def test_conv_2d_with_extreme_weights(backend: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["int8", "int8_per_channel", "uint8"])
-@pytest.mark.parametrize("shape,units,depth", [((3, 16), 8, 16), ((1, 40), 100, 40)], ids=["rows", "gemv"])
+@pytest.mark.parametrize("shape,units,depth", [((3, 16), 8, 16), ((1, 40), 100, 40)], ids=["rows", "one-row"])
 def test_quantized_fully_connected(backend: str, shape: tuple, units: int, depth: int, mode: str) -> None:
     check_model(fc_model(shape, units, depth, False, mode, ir.Activation.NONE, seed=3), backend, extremes=True)
 

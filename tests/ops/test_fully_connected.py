@@ -27,7 +27,7 @@ CASES = [
     ((2, 2, 3, 4), 7, 4, True),
     ((1, 1, 1, 40), 3, 40, True),
     ((4, 1, 24), 6, 8, False),  # rows = 12, depth smaller than the last dimension
-    ((1, 40), 100, 40, False),  # one row, many units: OpenCL's GEMV kernel, partial last block
+    ((1, 40), 100, 40, False),  # one row, many units: the row tile repeating its one row, partial last panel
 ]
 
 

@@ -15,9 +15,11 @@ Blocking (measured on PoCL, AVX-512, 2 cores; see benchmarks/cl_kernels.py and B
   each work-item runs ``tpi`` tiles (``pbn`` pixel blocks) in turn. A conv with fewer than 16
   output channels takes ``conv2d_narrow.cl`` instead: 8-channel panels x ``tiles.narrow_pixels``
   pixels of one output row (MediaPipe's 8-channel layers ran 2x faster than on 16-wide tiles).
-- gemm with one row (FULLY_CONNECTED on one input): ``gemv_1x4``, 64 columns per panel, no
-  row blocking (the 6-row tile computed the row six times); panel-major gemms prefetch the next
-  panel while rereading the current one from L2 (gemm.cl).
+- gemm with one row (FULLY_CONNECTED on one input, a squeeze-excite 1x1 conv): the same tiles,
+  rows past the last repeating it (the FMAs of a row tile for one row, hidden behind the weights'
+  stream: MobileNetV2's 1280x1000 classifier 171-184 us on a gemv kernel of its own, 181-245 us
+  here, on a Zen 3; that kernel cost 0.14-0.2 s of work-group compile in every cold load);
+  panel-major gemms prefetch the next panel while rereading the current one from L2 (gemm.cl).
 The small generic kernels (elementwise.cl, pool.cl, reduce.cl) take their sizes as scalar
 arguments too; ``row_blocks`` splits their work.
 """
@@ -51,8 +53,6 @@ from teflon_py.ops.common import window as common_window
 GEMM_ITEMS = 64
 #: Work-items a weight-bound gemm launch keeps at least (each streams its panels once).
 GEMM_MIN_ITEMS = 8
-#: Work-items a one-row gemm (``gemv_1x4``, DRAM-bound on its weights) aims for at least.
-GEMV_ITEMS = 8
 #: Relative speed of each NV at equal padded work (fewer vectors: more broadcasts per FMA).
 NV_EFFICIENCY = {4: 1.0, 3: 0.98, 2: 0.94, 1: 0.8}
 
@@ -247,7 +247,7 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     tensor shaped like C. ``alpha``: the per-column slopes of a PRELU folded in after it;
     ``post_act``: instead a HARD_SWISH or swish folded in after it (``post_code``).
     ``gate``: A's columns scaled by a runtime vector G[K] the caller binds as "gate" (a
-    squeeze-excite MUL folded in): the template's ``_gated`` instantiation, never gemv / narrow.
+    squeeze-excite MUL folded in): the template's ``_gated`` instantiation, never narrow.
     """
     if gate and (ask != 1 or (batching is not None and batching.count > 1)):
         raise ValueError("a gated gemm reads A unstrided and unbatched")
@@ -255,9 +255,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
             and (batching is None or batching.count == 1) and not (mr or nv or tpi)):
         return _gemm_narrow_spec(m, n, k, b_kn, bias, activation, lda or k, ldc or n, residual, alpha,
                                  post_act)
-    gemv = not gate and m == 1 and ask == 1 and n >= 64 and (batching is None or batching.count == 1) and not (mr or nv)
-    nv = 4 if gemv else nv or choose_nv(n, tiles)
-    mr = 1 if gemv else mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
+    nv = nv or choose_nv(n, tiles)
+    mr = mr or tiles.rows_for(nv)  # fewer rows than mr take the edge path (no new variant)
     nr = 16 * nv
     np_ = packing.round_up(n, nr)
     global_size: tuple[int, ...] = (1, 1, 1)
@@ -274,8 +273,6 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     row_blocks, panels = -(-m // mr), np_ // nr
     n_tiles = row_blocks * panels
     panel_major = np_ > m if panel_major is None else panel_major  # weights outweigh activations
-    if gemv and not tpi:
-        tpi = max(1, n_tiles // GEMV_ITEMS)
     if not tpi:
         tpi = max(1, n_tiles // GEMM_ITEMS)
         if panel_major:  # weight-bound: few items, each streaming its panels once
@@ -294,8 +291,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
     meta = {"M": m, "N": n, "K": k, "NP": np_, "NR": nr}
     if pack_strides is not None:
         meta.update({"PSK": pack_strides[0], "PSN": pack_strides[1]})
-    files = template_files("gemm.cl", "gemm", tiles.blockings, None if gemv else (mr, nv))
-    entry = "gemv_1x4" if gemv else f"gemm_{mr}x{nv}"
+    files = template_files("gemm.cl", "gemm", tiles.blockings, (mr, nv))
+    entry = f"gemm_{mr}x{nv}"
     if ask != 1:  # A read along k with a stride: its own instantiation (and program)
         entry += "_strided"
         files = (*files, template("gemm.cl", GEMM_NAME=entry, MR=mr, NV=nv, STRIDED_A=1))
@@ -320,8 +317,8 @@ def gemm_spec(m: int, n: int, k: int, b_kn: np.ndarray | None, bias: np.ndarray 
 GATE_PS_PER_MKN = 2.2
 MUL_PS_PER_MK = 240.0
 MUL_LAUNCH_PS = 5.0e6
-#: Fewer rows than this: the gemm would run its 6-row tile for one row (a one-pixel conv takes
-#: gemv_1x4, which has no gated form).
+#: Fewer rows than this: the gated gemm would rescale the weights for a row tile mostly repeating
+#: its last row (a one-pixel conv: the MUL before it is one launch over a few hundred values).
 GATE_MIN_ROWS = 16
 
 
@@ -329,7 +326,7 @@ def gate_fold_reason(m: int, k: int, n: int) -> str | None:
     """Why a channel-wise MUL of a gemm's A (m x k) should stay its own launch rather than fold into
     the gemm (n columns) as a gate, or None when folding pays (the constants above)."""
     if m < GATE_MIN_ROWS:
-        return f"{m} rows: a one-row product has no gated gemv"
+        return f"{m} rows: fewer than a gated gemm's {GATE_MIN_ROWS}"
     if GATE_PS_PER_MKN * m * k * packing.round_up(n, 16) >= MUL_PS_PER_MK * m * k + MUL_LAUNCH_PS:
         return f"{m}x{k}x{n}: rescaling the weights per row block costs more than the MUL"
     return None
