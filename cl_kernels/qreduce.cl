@@ -102,6 +102,39 @@ __kernel void qmean(__global const uchar* restrict in, __global uchar* restrict 
   }
 }
 
+// MEAN over consecutive axes with 16+ values after them ([outer][n][inner] -> [outer][inner]: an
+// SE block's squeeze, a global average pool over H and W): 16 outputs at a time from 16-byte loads
+// of each of the n positions (qmean walks one output's positions, `inner` bytes apart, a byte at a
+// time), the last block of a row shifted back to end at `inner` (its overlap summed and stored
+// twice, equal); `bpi` blocks per work-item. qmean's wrapping int32 sums and requantization, 16
+// lanes at once (q_mbqm16 equals q_mbqm for the positive multiplier). Global
+// (outer * ceil(blocks / bpi)), local 1.
+__kernel void qmean_mid(__global const uchar* restrict in, __global uchar* restrict out, const int n,
+                        const int inner, const int bpi, const int count, const int in_zp, const int m,
+                        const int shift, const int out_zp, const int qmin, const int qmax, const int flip
+#ifdef REQ_FLOAT
+                        , const float scale32
+#endif
+                        ) {
+  const int blocks = (inner + 15) / 16, per = (blocks + bpi - 1) / bpi;
+  const int g = get_global_id(0), oi = g / per, b0 = (g % per) * bpi;
+  const int b1 = b0 + bpi < blocks ? b0 + bpi : blocks;
+  for (int b = b0; b < b1; b++) {
+    const int c = b * 16 > inner - 16 ? inner - 16 : b * 16;
+    const __global uchar* p = in + oi * (n * inner) + c;
+    u16v sum = (u16v)(0u);
+    for (int i = 0; i < n; i++) sum += AS_U16((LOAD16_INT(uchar, p + i * inner) ^ flip) - flip);
+    const i16v shifted = AS_I16(sum - (u16v)((uint)in_zp * (uint)count));
+#ifdef REQ_FLOAT
+    const i16v v = q_requantize_float16(shifted, (f16v)(scale32), out_zp, qmin, qmax);
+#else
+    const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    const i16v v = q_requantize_fixed16(shifted, (i16v)(m), (i16v)(left), (i16v)(right), out_zp, qmin, qmax);
+#endif
+    STORE16_BYTES(out + oi * inner + c, v);
+  }
+}
+
 // SOFTMAX of each row (TFLite's 8-bit reference kernel, gemmlowp fixed point): d = max - x indexes
 // the host's tables of Q0 exp(-d * beta * scale) and of its Q12 term (0 where -d < diff_min);
 // the terms' int32 sum is inverted with GetReciprocal and each exp scaled by it down to 8 bits.
