@@ -1,5 +1,5 @@
 """XNNPACK's float32 requantization (``ops.common.Requantization.FLOAT32``, what ExecuTorch's
-int8 programs compute) on CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: on every backend the
+int8 programs compute) on CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (and MEAN, at the end): on every backend the
 outputs equal an independent rendering of the rule (the exact integer accumulator, from the
 TFLite-rule model's own arithmetic, then ``float32(acc) * float32(s_in * s_w / s_out)``, clamped,
 halves to even), and the OpenCL delegate runs the nodes. LiteRT computes TFLite's rule, so its
@@ -16,10 +16,11 @@ from teflon_py import ir
 from teflon_py.executor import GraphExecutor
 from teflon_py.ops.common import Requantization
 from teflon_py.tflite.reader import read_model
-from tests.harness import random_input, run_litert
+from tests.harness import quantization, random_input, run_litert
 from tests.ops.test_conv import CONV_CASES, DEPTHWISE_CASES, conv_model, depthwise_model
 from tests.ops.test_fully_connected import CASES as FC_CASES
 from tests.ops.test_fully_connected import fc_model
+from tests.ops.test_reduce import mean_model
 
 ACTS = [ir.Activation.NONE, ir.Activation.RELU6]
 
@@ -131,3 +132,22 @@ def test_fully_connected(backend: str, index: int, mode: str) -> None:
 
 def test_fully_connected_no_bias(backend: str) -> None:
     _check(fc_model((2, 3, 12), 6, 12, True, "int8_per_channel", ir.Activation.NONE, bias=False), backend, 3)
+
+
+@pytest.mark.parametrize("shape,axes", [((1, 5, 6, 4), [1, 2]), ((2, 4, 5, 20), [1, 2]), ((1, 9, 7, 48), [1, 2]),
+                                        ((1, 3, 33, 40), [2])], ids=["4ch", "20ch", "48ch", "over-w"])
+def test_mean(backend: str, shape: tuple, axes: list) -> None:
+    """XNNPACK's global average pooling rule: the wrapping int32 sum less count * zero point, times
+    float32(s_in / (s_out * count)), clamped, halves to even; 16+ channels after the axes run
+    OpenCL's 16-wide qmean_mid, fewer the one-output-per-step qmean."""
+    xq, yq = quantization(0.05, -3), quantization(0.011, 7)
+    model = mean_model(shape, axes, True, np.int8, xq, yq)
+    x = np.random.default_rng(len(axes) + shape[-1]).integers(-128, 128, shape).astype(np.int8)
+    ours, ex = _run(_float32_rule(model), [x], backend)
+    count = int(np.prod([shape[a] for a in axes]))
+    sums = x.astype(np.int64).sum(axis=tuple(axes), keepdims=True) - (-3) * count
+    scale = np.float32(np.float32(0.05) / (np.float32(0.011) * np.float32(count)))
+    v = np.clip(sums.astype(np.float32) * scale, np.float32(-128 - 7), np.float32(127 - 7))
+    np.testing.assert_array_equal(ours, (np.rint(v).astype(np.int64) + 7).astype(np.int8))
+    if backend != "numpy":
+        assert [p.backend for p in ex.placements] == [backend], ex.placements
