@@ -415,8 +415,9 @@ def placed(it) -> list[dict]:
 @pytest.mark.model
 def test_int8_depthwise_of_every_stride_and_the_reductions_share_one_program(device) -> None:
     """qdepthwise.cl is a template and qreduce.cl a template with no macros: a partition's
-    depthwise kernels (stride 1 and 2, their own register blockings) and its MEAN and SOFTMAX are
-    kernels of one program, one front-end compile (results checked against LiteRT as ever)."""
+    depthwise kernels (stride 1 and 2, their own register blockings) and its MEAN (qmean_mid: the
+    average over H and W) and SOFTMAX are kernels of one program, one front-end compile (results
+    checked against LiteRT as ever)."""
     import pyopencl as cl
 
     model = zoo.build("mobilenet_v2", dtype="int8", io="int8")
@@ -426,7 +427,7 @@ def test_int8_depthwise_of_every_stride_and_the_reductions_share_one_program(dev
     launches = step.compiled.launch_list.launches
     names = {la.kernel.function_name for la in launches}
     depthwise = {n for n in names if n.startswith("qdepthwise_")}
-    assert any("s1" in n for n in depthwise) and any("s2" in n for n in depthwise) and "qmean" in names, names
+    assert any("s1" in n for n in depthwise) and any("s2" in n for n in depthwise) and "qmean_mid" in names, names
     shared = {la.kernel.get_info(cl.kernel_info.PROGRAM).int_ptr for la in launches
-              if la.kernel.function_name in depthwise | {"qmean", "qsoftmax"}}
+              if la.kernel.function_name in depthwise | {"qmean_mid", "qsoftmax"}}
     assert len(shared) == 1
