@@ -27,6 +27,9 @@
 // operand r:
 // MBQM((v + off1) << 20, m1, -s1) + MBQM((r + off2) << 20, m2, -s2) (s1, s2 right shifts),
 // requantized by (rm, rshift_add), plus rzo, clamped.
+// 8-bit ops folded in after all that (epi & 4; fusion.plan_table_activations: LOGISTIC, TANH,
+// HARD_SWISH, a swish's LOGISTIC and MUL): one lookup per output in a 256-entry table of raw
+// output bytes (q_table_bytes), exact by construction.
 // Macros: XT (char|uchar) XT_IS_SIGNED WT (char|short) NV PW [W8] [QCONV_MADD_LAYOUT] [REQ_FLOAT] [QCONV_PORTABLE: the
 // shuffle path even where the device has VNNI, for tests]; every size is an argument, so one
 // program per (types, blocking) serves every shape. Global (OCP/OCB, ceil(NPIX/PW)), local 1x1.
@@ -167,8 +170,9 @@ inline i16v q_add_rescale16(i16v k, int m, int right) {
                      __global const int* restrict bias, QCONV_REQ_PARAMS                              \
                      __global const XT* restrict zpad, __global XT* restrict out
 // the folded ADD's operand and its 11 constants (radd: off1, m1, s1, off2, m2, s2, rm, rshift_add,
-// rzo, rlo, rhi), and the epilogue's switches (epi: 1 resid, 2 exact; unused under REQ_FLOAT). Few
-// arguments: PoCL loads each one per work-group, and a small layer runs thousands of them.
+// rzo, rlo, rhi), then a folded table's 256 entries (radd[11..266]), and the epilogue's switches
+// (epi: 1 resid, 2 exact, 4 table; under REQ_FLOAT only 4). Few arguments: PoCL loads each one per
+// work-group, and a small layer runs thousands of them.
 #define QCONV_EPI_PARAMS __global const XT* restrict res, __global const int* restrict radd, const int epi
 #define QCONV_SIZE_PARAMS const int IH, const int IW, const int IC, const int XS, const int xoff,     \
                           const int OH, const int OW, const int OC, const int YS, const int yoff,     \
@@ -323,6 +327,7 @@ __kernel void qconv(QCONV_PARAMS, QCONV_EPI_PARAMS, QCONV_SIZE_PARAMS) {
       } else {
         for (int t = 0; t < OC - oc0; t++) o[t] = (XT)v[t];
       }
+      if (epi & 4) q_table_bytes((__global uchar*)o, OC - oc0 < 16 ? OC - oc0 : 16, radd + 11, FLIP);
     }
   }
 }

@@ -4,11 +4,14 @@
 // point (taps in the padding are zero and rows outside are skipped, as the reference kernel
 // skips them); weights arrive zero-point-free as int32 [KH][KW][OCP], bias as int32 [OCP].
 // The epilogue requantizes per channel (multiplier, left and right shift), adds the output zero
-// point and clamps. Global (OCP/16, ceil(OW/PW), NB*OH), local 1x1x1.
+// point and clamps; under TABLE, 8-bit ops folded in after it look each output up in `table`
+// (q_table_bytes: 256 raw output bytes, fusion.plan_table_activations; an instantiation of its
+// own, so depthwise layers without one compile no lookup code). Global (OCP/16, ceil(OW/PW),
+// NB*OH), local 1x1x1.
 //
 // A TEMPLATE: each instantiation is the kernel QDEPTHWISE_NAME under its macros XT (char|uchar)
-// PW KW SW DW [DM1] [REQ_FLOAT] (the rest are arguments), so a partition's depthwise layers of
-// every stride and filter width are kernels of one program (one front-end compile).
+// PW KW SW DW [DM1] [REQ_FLOAT] [TABLE] (the rest are arguments), so a partition's depthwise
+// layers of every stride and filter width are kernels of one program (one front-end compile).
 #ifndef QDEPTHWISE_HELPERS
 #define QDEPTHWISE_HELPERS
 // The 16 output channels' inputs at pixel `px`, less the zero point: one vector load when the
@@ -43,10 +46,11 @@ __kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int
                               __global const int* restrict mult,
                               __global const int* restrict lshift, __global const int* restrict rshift,
 #endif
-                              __global XT* restrict out, const int IH, const int IW, const int C,
-                              const int DM, const int OC, const int OH, const int OW, const int KH,
-                              const int SH, const int DH, const int PT, const int PL, const int in_zp,
-                              const int out_zp, const int lo, const int hi) {
+                              __global XT* restrict out, __global const int* restrict table,
+                              const int IH, const int IW, const int C, const int DM, const int OC,
+                              const int OH, const int OW, const int KH, const int SH, const int DH,
+                              const int PT, const int PL, const int in_zp, const int out_zp, const int lo,
+                              const int hi) {
   const int oc0 = get_global_id(0) * 16;
   const int ow0 = get_global_id(1) * PW;
   const int row = get_global_id(2);  // n * OH + oh
@@ -88,7 +92,7 @@ __kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int
   for (int p = 0; p < PW; p++) {
     if (ow0 + p < OW) {
 #ifdef REQ_FLOAT
-      i16v v = q_requantize_float16(acc[p], fs, out_zp, lo, hi);
+      const i16v v = q_requantize_float16(acc[p], fs, out_zp, lo, hi);
 #else
       const i16v v = q_requantize_fixed16(acc[p], m, l, r, out_zp, lo, hi);
 #endif
@@ -97,6 +101,10 @@ __kernel void QDEPTHWISE_NAME(__global const XT* restrict in, __global const int
       } else {
         for (int t = 0; t < OC - oc0; t++) o[p * OC + t] = (XT)v[t];
       }
+#ifdef TABLE
+      q_table_bytes((__global uchar*)(o + p * OC), OC - oc0 < 16 ? OC - oc0 : 16, table,
+                    (XT)(-1) < 0 ? 0x80 : 0);
+#endif
     }
   }
 }

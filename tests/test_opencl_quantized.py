@@ -431,3 +431,125 @@ def test_int8_depthwise_of_every_stride_and_the_reductions_share_one_program(dev
     shared = {la.kernel.get_info(cl.kernel_info.PROGRAM).int_ptr for la in launches
               if la.kernel.function_name in depthwise | {"qmean_mid", "qsoftmax"}}
     assert len(shared) == 1
+
+
+# -- 8-bit activations folded into the producer as one table -----------------------------------------
+
+#: output quantization LiteRT requires (LOGISTIC, TANH) or that the case picks, by activation and type
+ACT_QUANT = {("logistic", np.int8): (1 / 256, -128), ("logistic", np.uint8): (1 / 256, 0),
+             ("tanh", np.int8): (1 / 128, 0), ("tanh", np.uint8): (1 / 128, 128)}
+
+
+def _producer(g, x: int, producer: str, dtype: type, rng: np.random.Generator) -> int:
+    """An 8-bit conv (3x3), 1x1 conv + residual ADD, depthwise (3x3, multiplier 2) or
+    FULLY_CONNECTED over the rows of ``x`` [1, 7, 9, 8]; int8 weights per channel, uint8 per tensor."""
+    signed = dtype == np.int8
+    xs = float(g.graph.tensors[x].scale)
+    zp_y = -9 if signed else 119
+
+    def weights(name: str, shape: tuple, per: int, axis: int = 0):
+        if signed:
+            ws = rng.uniform(0.002, 0.006, per).astype(np.float32)
+            w = g.add_constant(name, rng.integers(-127, 128, shape).astype(np.int8),
+                               quantization=quantization(ws, 0, axis))
+        else:
+            ws = np.full(per, 0.004, np.float32)
+            w = g.add_constant(name, rng.integers(0, 256, shape).astype(np.uint8), quantization=quantization(0.004, 131))
+        b = g.add_constant(name + "/b", rng.integers(-3000, 3000, per).astype(np.int32),
+                           quantization=quantization(np.float32(xs) * ws, 0, 0))
+        return w, b
+
+    if producer in ("conv", "residual"):
+        oc, k = (20, 3) if producer == "conv" else (8, 1)
+        w, b = weights("conv/w", (oc, k, k, 8), oc)
+        y = g.add_tensor("conv", (1, 7, 9, oc), dtype, quantization=quantization(0.3, zp_y))
+        g.add_op("CONV_2D", [x, w, b], [y], O.Conv2DOptions(padding=SAME, stride_w=1, stride_h=1))
+        if producer == "residual":
+            s = g.add_tensor("sum", (1, 7, 9, 8), dtype, quantization=quantization(0.35, zp_y + 4))
+            g.add_op("ADD", [y, x], [s], O.AddOptions())
+            y = s
+        return y
+    if producer == "depthwise":
+        w, b = weights("dw/w", (1, 3, 3, 16), 16, axis=3)
+        y = g.add_tensor("dw", (1, 7, 9, 16), dtype, quantization=quantization(0.3, zp_y))
+        g.add_op("DEPTHWISE_CONV_2D", [x, w, b], [y],
+                 O.DepthwiseConv2DOptions(padding=SAME, stride_w=1, stride_h=1, depth_multiplier=2))
+        return y
+    w, b = weights("fc/w", (24, 8), 24)
+    y = g.add_tensor("fc", (63, 24), dtype, quantization=quantization(0.3, zp_y))
+    g.add_op("FULLY_CONNECTED", [x, w, b], [y], O.FullyConnectedOptions())
+    return y
+
+
+def table_block(producer: str, act: str, dtype: type, case: str = "") -> bytes:
+    """x -> ``_producer`` -> ``act`` ("logistic", "tanh", "hard_swish", "swish": LOGISTIC then MUL
+    of the producer's output by it, "swish-swapped": the MUL's operands the other way round).
+    ``case``: "shared" (the producer's output is also a graph output), "mul-relu" (the swish's MUL
+    clamps), "logistic-out" (the swish's logistic is a graph output)."""
+    rng = np.random.default_rng(len(producer) + len(act))
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_input("x", (1, 7, 9, 8), dtype, quantization=quantization(0.05, -4 if dtype == np.int8 else 124))
+    y = _producer(g, x, producer, dtype, rng)
+    shape = g.graph.tensors[y].shape
+    signed = dtype == np.int8
+    outputs = []
+    if act in ("logistic", "tanh", "hard_swish"):
+        out = g.add_tensor("out", shape, dtype, quantization=quantization(*ACT_QUANT.get((act, dtype), (0.02, -30 if signed else 90))))
+        g.add_op(act.upper(), [y], [out])
+    else:
+        s = g.add_tensor("sigmoid", shape, dtype, quantization=quantization(*ACT_QUANT["logistic", dtype]))
+        g.add_op("LOGISTIC", [y], [s])
+        out = g.add_tensor("out", shape, dtype, quantization=quantization(0.04, -50 if signed else 70))
+        g.add_op("MUL", [s, y] if act == "swish-swapped" else [y, s], [out],
+                 O.MulOptions(fused_activation_function=ir.Activation.RELU if case == "mul-relu" else ir.Activation.NONE))
+        if case == "logistic-out":
+            outputs.append(s)
+    if case == "shared":
+        outputs.append(y)
+    g.mark_outputs(out, *outputs)
+    return mb.build()
+
+
+def _act_ops(graph: ir.Graph) -> set[int]:
+    return {op.index for op in graph.operations if op.name in ("LOGISTIC", "TANH", "HARD_SWISH", "MUL")}
+
+
+def _folded(model: bytes) -> tuple[set[int], int]:
+    """(the ops folded, the launches) of ``model``'s one OpenCL partition."""
+    graph = read_model(model).main
+    delegate = teflon_py.load_delegate("opencl")
+    (part,) = partitioner.partition(graph, {op.index for op in graph.operations if delegate.check(graph, op)})
+    stats = delegate.compile(graph, part).stats
+    return set(stats["folded"]), stats["launches"]
+
+
+@pytest.mark.parametrize("producer, act, dtype", [
+    (p, a, t) for p, a in [("conv", "swish"), ("conv", "logistic"), ("conv", "hard_swish"), ("conv", "tanh"),
+                           ("depthwise", "swish"), ("depthwise", "hard_swish"), ("depthwise", "tanh"),
+                           ("fc", "swish"), ("fc", "logistic")]
+    for t in (np.int8, np.uint8)] + [("residual", "swish-swapped", np.int8), ("residual", "tanh", np.int8)],
+    ids=lambda v: {np.int8: "i8", np.uint8: "u8"}.get(v, v))
+def test_activation_table_folds_into_the_producer(family: str, producer: str, act: str, dtype: type) -> None:
+    """An 8-bit LOGISTIC, TANH, HARD_SWISH or swish after a conv (after the int8 ADD folded into
+    it), depthwise or FULLY_CONNECTED runs in that op's epilogue on the cpu family, as one lookup
+    in the 256-entry table the ops' fallback kernels give every code: one launch, LiteRT's integers
+    (bit-exact, at the types' extremes too); the gpu family keeps the ops apart."""
+    model = table_block(producer, act, dtype)
+    check_model(model, "opencl")
+    check_model(model, "opencl", extremes=True)
+    folded, launches = _folded(model)
+    acts = _act_ops(read_model(model).main)
+    assert (acts <= folded) == (family == "cpu")
+    if family == "cpu":
+        assert launches == 1
+
+
+@pytest.mark.parametrize("case", ["shared", "mul-relu", "logistic-out"])
+def test_activation_table_whose_input_is_read_elsewhere_does_not_fold(family: str, case: str) -> None:
+    """The swish stays its own launches when the conv's output or the logistic is a graph output,
+    or when its MUL clamps (the LOGISTIC alone cannot fold: the MUL reads its input too)."""
+    model = table_block("conv", "swish", np.int8, case)
+    check_model(model, "opencl")
+    folded, _ = _folded(model)
+    assert not _act_ops(read_model(model).main) & folded

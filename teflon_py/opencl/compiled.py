@@ -49,6 +49,7 @@ from teflon_py.opencl.fusion import (
     plan_fusion,
     plan_gate,
     plan_prelu,
+    plan_table_activations,
 )
 from teflon_py.opencl.kernels import gpu_small
 from teflon_py.opencl.kernels import specs as kernels
@@ -220,6 +221,11 @@ class Builder:
         applied last, if any."""
         return self.plan.post_act.get(op.index)
 
+    def table_ops(self, op: ir.Operation) -> tuple[int, ...] | None:
+        """The 8-bit ops folded into ``op``'s epilogue as one table (``fusion.plan_table_activations``),
+        applied last, if any."""
+        return self.plan.table.get(op.index)
+
     def depthwise(self, op: ir.Operation) -> FoldedDepthwise | None:
         """The depthwise conv folded into ``op`` (a 1x1 conv reading its output), if any."""
         p = self.plan.depthwise.get(op.index)
@@ -310,6 +316,9 @@ class OpEmitter:
 
     def post_act(self) -> str | None:
         return self.b.post_act(self.op)
+
+    def table_ops(self) -> tuple[int, ...] | None:
+        return self.b.table_ops(self.op)
 
     def depthwise(self) -> FoldedDepthwise | None:
         return self.b.depthwise(self.op)
@@ -402,6 +411,7 @@ def compile_partition(dc: DeviceContext, cache: ProgramCache, graph: ir.Graph, p
     if not params.gpu:  # the gpu family's kernels have no PRELU or activation epilogue
         plan_prelu(graph, nodes, partition.outputs, plan, lookup)
         plan_epilogue_activations(graph, nodes, partition.outputs, plan, lookup)
+        plan_table_activations(graph, nodes, partition.outputs, plan, lookup)
     b = Builder(graph, nodes, plan, residuals, params)
     for i in nodes:
         op = graph.operations[i]

@@ -12,6 +12,12 @@
   op that takes it (``Lowering.fuses_swish``: CONV_2D and DEPTHWISE_CONV_2D on the cpu kernel
   family) folds into that op's epilogue, applied after its clamp and any folded ADD
   (``plan_epilogue_activations``; no launch, no memory pass for x or the logistic).
+- An 8-bit LOGISTIC, TANH or HARD_SWISH, or an 8-bit swish (LOGISTIC(x), then a MUL of x by it
+  with no fused activation), whose input x comes, with no other reader, from an op that takes it
+  (``Lowering.fuses_swish`` on its 8-bit lowering: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)
+  folds into that op's epilogue as one 256-entry table (``plan_table_activations``): each is a
+  function of x's 8-bit code alone, and the table is their fallback kernels run on every code
+  (``qelementwise.epilogue_table``), so the fold is exact by construction.
 - A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose
   output feeds only input 0 of an op that takes explicit padding (``Lowering.folds_pad``: conv,
   depthwise, pools) folds into that op's padding.
@@ -90,6 +96,7 @@ class FusionPlan:
     depthwise: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the depthwise folded into it
     post_act: dict[int, str] = field(default_factory=dict)  # producer -> its folded EPILOGUE_ACTIVATIONS entry
     gate: dict[int, int] = field(default_factory=dict)  # 1x1 conv -> the gate MUL folded into it
+    table: dict[int, tuple[int, ...]] = field(default_factory=dict)  # 8-bit producer -> ops folded as a table
 
 
 @dataclass(frozen=True)
@@ -360,6 +367,48 @@ def plan_epilogue_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Se
             continue
         plan.skip.update(folded)
         plan.post_act[p] = act
+        plan.output[p] = y
+        writer[y] = p
+
+
+#: 8-bit ops that fold alone into an 8-bit producer's epilogue as a table (``plan_table_activations``;
+#: a LOGISTIC whose only reader is a swish's MUL folds with it)
+TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH")
+
+
+def plan_table_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
+                           lookup: Callable[[ir.Operation], object]) -> None:
+    """Fold each 8-bit ``TABLE_OPS`` op, and each 8-bit swish (its LOGISTIC and MUL), into the op
+    that writes its input x as one table (``FusionPlan.table``: the producer then writes the last
+    folded op's output), when that op's 8-bit lowering ``fuses_swish`` and nothing else reads x
+    nor the logistic (no partition or graph output among them, no RELU folded into the ops, x and
+    the output of one 8-bit type and shape, the producer's output not yet redirected by a PRELU or
+    another table)."""
+    kept = set(outputs) | set(graph.outputs)
+    live, readers, writer = live_flow(graph, nodes, plan)
+    for i in live:
+        op = graph.operations[i]
+        if i in plan.skip or op.name not in TABLE_OPS or len(op.inputs) != 1:
+            continue
+        x = op.inputs[0]
+        mul = swish_mul(graph, op, readers)
+        folded, inner = ([i, mul.index], [x, op.outputs[0]]) if mul is not None else ([i], [x])
+        y = graph.operations[folded[-1]].outputs[0]
+        if sorted(readers.get(x, [])) != sorted(folded) or any(t in kept for t in inner):
+            continue
+        if any(f in plan.clamp for f in folded):
+            continue
+        xt, yt = graph.tensors[x], graph.tensors[y]
+        if xt.dtype not in (np.int8, np.uint8) or yt.dtype != xt.dtype or tuple(xt.shape) != tuple(yt.shape):
+            continue
+        p = writer.get(x)
+        if p is None or p in plan.prelu or p in plan.post_act or p in plan.table:
+            continue
+        low = lookup(graph.operations[p])
+        if low is None or not getattr(low, "fuses_swish", False) or getattr(low, "kind", None) != xt.dtype.name:
+            continue
+        plan.skip.update(folded)
+        plan.table[p] = tuple(folded)
         plan.output[p] = y
         writer[y] = p
 

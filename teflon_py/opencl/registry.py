@@ -40,7 +40,9 @@ RELU/RELU6/RELU_N1_TO_1 fold into the op (its kernel must apply ``ctx.clamp()``)
 ``fuses_prelu=True`` lets a following float PRELU with per-channel (or one) constant slopes fold
 into it on the cpu kernel family (it must apply ``ctx.prelu()`` last); ``fuses_swish=True`` lets a
 following float HARD_SWISH or swish (x * LOGISTIC(x)) fold into it there (it must apply
-``ctx.post_act()`` last, after its clamp and any folded ADD).
+``ctx.post_act()`` last, after its clamp and any folded ADD); on an 8-bit lowering, a following
+8-bit LOGISTIC, TANH, HARD_SWISH or swish, as one 256-entry table (it must look its outputs up
+in the table of ``ctx.table_ops()`` last).
 ``compiled.py`` then places tensors (arena, zero-copy inputs/outputs, constants), builds the
 programs and creates the kernels once.
 """

@@ -174,9 +174,10 @@ QCONV_VARIANTS = ("int16 weights", "portable", "vnni", "standard", "avx2 madd")
 
 def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: np.ndarray,
                bias: np.ndarray | None, requant: Requant, residual: ResidualAdd | None = None,
-               tiles: CpuTiles = AVX512, madd: bool = False) -> KernelSpec:
+               tiles: CpuTiles = AVX512, madd: bool = False, table: np.ndarray | None = None) -> KernelSpec:
     """``qconv.cl`` for zero-point-free integer weights ``w_ohwi`` [OC][KH][KW][IC] (int64); with
-    ``residual``, the kernel also reads the ADD's other operand (binding ``res``); pixels x
+    ``residual``, the kernel also reads the ADD's other operand (binding ``res``); ``table``: 8-bit
+    ops folded in last (``lowerings.qelementwise.epilogue_table``'s 256 entries); pixels x
     16-channel vectors per work-item from ``tiles.qconv``; ``madd``: the device compiles the
     AVX2 vpmaddwd loop (``KernelParams.qconv_madd``), so int8 weights go in its layout."""
     oc, kh, kw, ic = w_ohwi.shape
@@ -206,20 +207,26 @@ def qconv_spec(g: ConvGeometry, dtype: np.dtype, input_zero_point: int, w_ohwi: 
                                                   input_zero_point + flip_offset(dtype)), ocp),
                  "zpad": np.full(packing.round_up(max(ic, 16), 4), input_zero_point, dtype),
                  **requant.constants(oc, ocp)}
-    epi = 2 if requant.scale is not None else 0  # qconv.cl's epilogue switches: 1 residual, 2 exact
+    epi = 2 if requant.scale is not None else 0  # qconv.cl's epilogue switches: 1 residual, 2 exact, 4 table
+    radd = np.zeros(11, np.int32)
     if residual is not None:
         if not w8 or requant.scale is not None or requant.scale32 is not None:
             raise ValueError("a residual ADD folds only into a fixed-point conv with int8 weights")
         (off1, m1, s1), (off2, m2, s2) = residual.conv_input, residual.other_input
-        constants["radd"] = np.array([off1, m1, s1, off2, m2, s2, residual.multiplier, residual.shift,
-                                      residual.zero_point, residual.lo, residual.hi], np.int32)
+        radd = np.array([off1, m1, s1, off2, m2, s2, residual.multiplier, residual.shift,
+                         residual.zero_point, residual.lo, residual.hi], np.int32)
         epi |= 1
+    if table is not None:
+        radd = np.concatenate([radd, np.asarray(table, np.int32)])
+        epi |= 4
+    if epi & 5:
+        constants["radd"] = radd
     args = {**kernels.scalars(epi=epi), **args}
     return KernelSpec(
         files=("quant.cl", "qconv.cl"), name="qconv", defines=defines,
         global_size=(ocp // ocb, -(-npix // pw)), local_size=(1, 1),
         args=("input", "weights", "bias", *requant.args, "zpad", "output", "res" if residual else "zeros",
-              "radd" if residual else "zeros", *args),
+              "radd" if epi & 5 else "zeros", *args),
         constants=constants, scalars=args, flops=2 * npix * oc * kh * kw * ic,
         variants=QCONV_VARIANTS, zeros=16,
     )
@@ -247,12 +254,14 @@ def pack_qconv_weights(w_ohwi: np.ndarray, ocb: int, w8: bool, madd: bool = Fals
 def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, input_zero_point: int,
                     w_hwo: np.ndarray, bias: np.ndarray | None, requant: Requant, *, depth_multiplier: int,
                     stride: tuple[int, int], dilation: tuple[int, int], padding: ir.Padding | int | Padding,
-                    pads: Pads = kernels.NO_PADS, pw: int | None = None, tiles: CpuTiles = AVX512) -> KernelSpec:
+                    pads: Pads = kernels.NO_PADS, pw: int | None = None, tiles: CpuTiles = AVX512,
+                    table: np.ndarray | None = None) -> KernelSpec:
     """``qdepthwise.cl`` for zero-point-free integer weights ``w_hwo`` [KH][KW][OC] (int64).
 
     The kernel subtracts the input zero point from each loaded vector (taps in the padding are
     skipped), as the fallback does; ``pw`` output pixels of a row (by default
-    ``tiles.qdepthwise``: the CPU's registers) x 16 channels per work-item.
+    ``tiles.qdepthwise``: the CPU's registers) x 16 channels per work-item; ``table``: 8-bit ops
+    folded in last (``lowerings.qelementwise.epilogue_table``'s 256 entries).
     """
     nb, ih, iw, c = input_shape
     kh, kw, oc = w_hwo.shape
@@ -265,18 +274,22 @@ def qdepthwise_spec(input_shape: tuple[int, int, int, int], dtype: np.dtype, inp
         raise ValueError("qdepthwise requantizes by fixed point or XNNPACK's float32 rule")
     xt, dm1 = CL_TYPES[np.dtype(dtype)], depth_multiplier == 1
     entry = f"qdepthwise_{xt}_{pw}x{kw}s{stride[1]}d{dilation[1]}" + ("_dm1" if dm1 else "") + (
-        "_f" if requant.scale32 is not None else "")
+        "_f" if requant.scale32 is not None else "") + ("_t" if table is not None else "")
     macros = {"QDEPTHWISE_NAME": entry, "XT": xt, "PW": pw, "KW": kw, "SW": stride[1], "DW": dilation[1],
-              **({"DM1": 1} if dm1 else {}), **{k: 1 for k in requant.defines}}
+              **({"DM1": 1} if dm1 else {}), **{k: 1 for k in requant.defines},
+              **({"TABLE": 1} if table is not None else {})}
     args = kernels.scalars(IH=ih, IW=iw, C=c, DM=depth_multiplier, OC=oc, OH=wh.out, OW=ww.out, KH=kh,
                            SH=stride[0], DH=dilation[0], PT=wh.pad, PL=ww.pad,
                            in_zp=input_zero_point, out_zp=requant.zero_point, lo=requant.lo, hi=requant.hi)
     constants = {"weights": weights, "bias": pad_channels(folded_bias(bias, np.zeros(oc), 0), ocp),
                  **requant.constants(oc, ocp)}
+    if table is not None:
+        constants["table"] = np.asarray(table, np.int32)
     return KernelSpec(
         files=("quant.cl", template("qdepthwise.cl", **macros)), name="qdepthwise", entry=entry, defines={},
         global_size=(ocp // 16, -(-ww.out // pw), nb * wh.out), local_size=(1, 1, 1),
-        args=("input", "weights", "bias", *requant.args, "output", *args),
+        args=("input", "weights", "bias", *requant.args, "output", "table" if table is not None else "zeros",
+              *args),
         constants=constants, scalars=args, flops=2 * nb * wh.out * ww.out * oc * kh * kw,
     )
 

@@ -39,10 +39,13 @@ def _bias(graph: ir.Graph, op: ir.Operation) -> np.ndarray | None:
     return None
 
 
-@register("CONV_2D", kind="int8", dtypes=KINDS["int8"], check=check_conv_2d, constants=(1, 2), folds_pad=True)
-@register("CONV_2D", kind="uint8", dtypes=KINDS["uint8"], check=check_conv_2d, constants=(1, 2), folds_pad=True)
+@register("CONV_2D", kind="int8", dtypes=KINDS["int8"], check=check_conv_2d, constants=(1, 2), folds_pad=True,
+          fuses_swish=True)
+@register("CONV_2D", kind="uint8", dtypes=KINDS["uint8"], check=check_conv_2d, constants=(1, 2), folds_pad=True,
+          fuses_swish=True)
 def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
-    """``qconv.cl`` over output pixels x channels; one launch per group of a grouped convolution."""
+    """``qconv.cl`` over output pixels x channels; one launch per group of a grouped convolution;
+    8-bit ops folded in (``ctx.table_ops()``) as one table in the epilogue, after a folded ADD."""
     graph, op = ctx.graph, ctx.op
     x = ctx.input()
     xt = graph.tensors[op.inputs[0]]  # quantization of the declared input (a folded PAD's output)
@@ -68,8 +71,16 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         part_bias = None if bias is None else bias[lo:hi]
         spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w[lo:hi], part_bias,
                                    requant.channels(lo, hi), residual, tiles=ctx.params.tiles,
-                                   madd=ctx.params.qconv_madd)
+                                   madd=ctx.params.qconv_madd, table=_table(ctx))
         qkernels.launch(ctx, spec, input=x, output=ctx.output(), **res_binding)
+
+
+def _table(ctx: OpEmit) -> np.ndarray | None:
+    """The epilogue table of the 8-bit ops folded into the op (``fusion.plan_table_activations``)."""
+    from teflon_py.opencl.lowerings import qelementwise as ops_qelementwise
+
+    folded = ctx.table_ops()
+    return None if folded is None else ops_qelementwise.epilogue_table(ctx.graph, folded)
 
 
 def _add_params(graph: ir.Graph, add: ir.Operation) -> dict:
@@ -114,9 +125,9 @@ def residual_add(graph: ir.Graph, conv: ir.Operation, add: ir.Operation) -> qker
 
 
 @register("DEPTHWISE_CONV_2D", kind="int8", dtypes=KINDS["int8"], check=check_depthwise_conv_2d,
-          constants=(1, 2), folds_pad=True)
+          constants=(1, 2), folds_pad=True, fuses_swish=True)
 @register("DEPTHWISE_CONV_2D", kind="uint8", dtypes=KINDS["uint8"], check=check_depthwise_conv_2d,
-          constants=(1, 2), folds_pad=True)
+          constants=(1, 2), folds_pad=True, fuses_swish=True)
 def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     """``qdepthwise.cl``: 16 channels x a row of pixels per work-item; any depth multiplier."""
     graph, op = ctx.graph, ctx.op
@@ -128,14 +139,14 @@ def depthwise_conv_2d(ctx: OpEmit, attrs: DepthwiseConvAttrs) -> None:
     spec = qkernels.qdepthwise_spec(shape, xt.dtype, xt.zero_point, w, _bias(graph, op), requant,
                                     depth_multiplier=w.shape[2] // shape[3], stride=attrs.strides,
                                     dilation=attrs.dilations, padding=attrs.padding, pads=ctx.pads(),
-                                    tiles=ctx.params.tiles)
+                                    tiles=ctx.params.tiles, table=_table(ctx))
     qkernels.launch(ctx, spec, input=x, output=ctx.output())
 
 
 @register("FULLY_CONNECTED", kind="int8", dtypes=KINDS["int8"], check=check_fully_connected, constants=(1, 2),
-          max_rank=None)
+          max_rank=None, fuses_swish=True)
 @register("FULLY_CONNECTED", kind="uint8", dtypes=KINDS["uint8"], check=check_fully_connected, constants=(1, 2),
-          max_rank=None)
+          max_rank=None, fuses_swish=True)
 def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
     """A 1x1 ``qconv.cl`` over the input's rows, requantized as LiteRT's reference rounds in double."""
     op = ctx.op
@@ -148,5 +159,5 @@ def fully_connected(ctx: OpEmit, attrs: FullyConnectedAttrs) -> None:
                        dilation=(1, 1), padding=Padding.valid())
     spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w.reshape(units, 1, 1, depth), _bias(graph, op),
                                qkernels.conv_requant(graph, op, attrs.activation), tiles=ctx.params.tiles,
-                               madd=ctx.params.qconv_madd)
+                               madd=ctx.params.qconv_madd, table=_table(ctx))
     qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())

@@ -187,6 +187,27 @@ def lut_table(name: str, attrs: object, tensors: OpTensors) -> np.ndarray:
     return np.concatenate([np.repeat(out[:1], start), out]).view(np.uint8)
 
 
+def epilogue_table(graph: ir.Graph, folded: tuple[int, ...]) -> np.ndarray:
+    """The 8-bit ops ``folded`` into a producer's epilogue (``fusion.plan_table_activations``: one
+    ``fusion.TABLE_OPS`` op, or a swish's LOGISTIC then its MUL) as 256 int32 entries, one per code
+    of their input x (entry k: x = k + the type's lowest value), each the raw output byte: the
+    first op's ``lut_table``, then for a swish the MUL's fallback kernel on (x, logistic) for every
+    code. Exact by construction, as ``qlut`` and ``qmul`` running one after the other."""
+    first = graph.operations[folded[0]]
+    x = graph.tensors[first.inputs[0]]
+    table = lut_table(first.name, first.attrs, OpTensors.of(graph, first))
+    if len(folded) == 2:
+        mul = graph.operations[folded[1]]
+        s = table.view(graph.tensors[first.outputs[0]].dtype)
+        operands = {first.inputs[0]: codes(x.dtype), first.outputs[0]: s}
+        out = np.asarray(KERNELS["MUL"](Node.of(graph, mul), [operands[t] for t in mul.inputs]))
+        y = graph.tensors[mul.outputs[0]]
+        if out.dtype != y.dtype or out.shape != (256,):
+            raise UnsupportedError(f"the fallback MUL gave {out.dtype} {out.shape} for 256 codes")
+        table = out.view(np.uint8)
+    return table.astype(np.int32)
+
+
 def lut_reason(name: str, attrs: object, tensors: OpTensors) -> str | None:
     """The float check (output shaped as the input), then the table's preparation."""
     if len(tensors.inputs) != 1:
