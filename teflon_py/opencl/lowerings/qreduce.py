@@ -76,9 +76,13 @@ def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     else:
         m, shift = fallback_reduce.mean_multiplier(Node.of(graph, op), count)
         requant = {}
-    if axes and axes == list(range(axes[0], axes[-1] + 1)) and strides[axes[-1]] >= 16:
-        spec = _mean_mid_spec(shape, axes, defines, count=count, in_zp=xt.zero_point, m=m, shift=shift,
-                              out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype), **requant)
+    geometry = float_reduce.mean_mid_geometry(shape, axes)
+    if geometry is not None:  # 16 outputs at a time (qmean_mid)
+        n, inner, bpi, global_size = geometry
+        args = kernels.scalars(n=n, inner=inner, bpi=bpi, count=count, in_zp=xt.zero_point, m=m, shift=shift,
+                               out_zp=yt.zero_point, qmin=qmin, qmax=qmax, flip=flip(xt.dtype), **requant)
+        spec = KernelSpec(files=FILES, name="qmean", defines=defines, global_size=global_size, local_size=(1,),
+                          args=("input", "output", *args), scalars=args, entry="qmean_mid")
         qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
         return
     opi = max(1, min(64, 4096 // max(count, 1)))
@@ -91,22 +95,6 @@ def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
     spec = KernelSpec(files=FILES, name="qmean", defines=defines, global_size=(-(-n_out // opi),), local_size=(1,),
                       args=("input", "output", *args), scalars=args)
     qkernels.launch(ctx, spec, input=op.inputs[0], output=ctx.output())
-
-
-#: Work-items a ``qmean_mid`` launch aims for (each sums whole 16-output blocks).
-MEAN_ITEMS = 8
-
-
-def _mean_mid_spec(shape: list[int], axes: list[int], defines: dict, **requant: float) -> KernelSpec:
-    """``qmean_mid``: MEAN over the consecutive ``axes`` with 16+ values after them."""
-    outer = int(np.prod(shape[:axes[0]], dtype=np.int64))
-    n = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
-    inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-    blocks = -(-inner // 16)
-    bpi = max(1, min(blocks, outer * blocks // MEAN_ITEMS))
-    args = kernels.scalars(n=n, inner=inner, bpi=bpi, **requant)
-    return KernelSpec(files=FILES, name="qmean", defines=defines, global_size=(outer * -(-blocks // bpi),),
-                      local_size=(1,), args=("input", "output", *args), scalars=args, entry="qmean_mid")
 
 
 # -- SOFTMAX ---------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ REDUCE_ANY/ALL on bool tensors (one byte each).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from teflon_py.errors import UnsupportedError
@@ -71,20 +73,31 @@ def reduce_spec(shape: tuple[int, ...], axes: list[int], kernel: str = "mean") -
 MEAN_ITEMS = 8
 
 
-def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
-    """MEAN: the float sum of each output's elements in order, divided by their count; over
-    consecutive axes with 16+ elements after them (an average over HxW), 16 outputs at a time."""
+def mean_mid_geometry(shape: Sequence[int], axes: list[int]) -> tuple[int, int, int, tuple[int]] | None:
+    """(n, inner, bpi, global size) of a MEAN over the consecutive ``axes`` (increasing) with 16+
+    elements after them, as ``[outer][n][inner] -> [outer][inner]`` 16 outputs at a time, ``bpi``
+    blocks of 16 per work-item (``mean_mid``, int8's ``qmean_mid``); None for any other MEAN."""
     if not axes or axes != list(range(axes[0], axes[-1] + 1)):
-        return reduce_spec(shape, axes, "mean")
+        return None
     outer = int(np.prod(shape[:axes[0]], dtype=np.int64))
     n = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
     inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
     if inner < 16 or n < 1 or outer < 1:
-        return reduce_spec(shape, axes, "mean")
+        return None
     blocks = -(-inner // 16)
     bpi = max(1, min(blocks, outer * blocks // MEAN_ITEMS))
+    return n, inner, bpi, (outer * -(-blocks // bpi),)
+
+
+def mean_spec(shape: tuple[int, ...], axes: list[int]) -> KernelSpec:
+    """MEAN: the float sum of each output's elements in order, divided by their count; over
+    consecutive axes with 16+ elements after them (an average over HxW), 16 outputs at a time."""
+    geometry = mean_mid_geometry(shape, axes)
+    if geometry is None:
+        return reduce_spec(shape, axes, "mean")
+    n, inner, bpi, global_size = geometry
     args = kernels.scalars(n=n, inner=inner, bpi=bpi, count=float(n))
-    return KernelSpec(files=FILES, name="mean", defines={}, global_size=(outer * -(-blocks // bpi),),
+    return KernelSpec(files=FILES, name="mean", defines={}, global_size=global_size,
                       local_size=(1,), args=("input", "output", *args), scalars=args, entry="mean_mid")
 
 
