@@ -14,8 +14,8 @@
   (``plan_epilogue_activations``; no launch, no memory pass for x or the logistic).
 - An 8-bit LOGISTIC, TANH or HARD_SWISH, or an 8-bit swish (LOGISTIC(x), then a MUL of x by it
   with no fused activation), whose input x comes, with no other reader, from an op that takes it
-  (``Lowering.fuses_swish`` on its 8-bit lowering: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)
-  folds into that op's epilogue as one 256-entry table (``plan_table_activations``): each is a
+  (``Lowering.fuses_swish`` on its 8-bit lowering: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED), on
+  the cpu kernel family, folds into that op's epilogue as one 256-entry table (``plan_table_activations``): each is a
   function of x's 8-bit code alone, and the table is their fallback kernels run on every code
   (``qelementwise.epilogue_table``), so the fold is exact by construction.
 - A PAD with constant, non-negative paddings on H and W only (float PAD pads with zeros) whose

@@ -57,7 +57,9 @@ def pool_2d(ctx: OpEmit, attrs: PoolAttrs) -> None:
 @register("MEAN", kind="int8", check=float_reduce.check_mean, params=(1,))
 @register("MEAN", kind="uint8", check=float_reduce.check_mean, params=(1,))
 def mean(ctx: OpEmit, attrs: ReduceAttrs) -> None:
-    """Kept x reduced index spaces (each padded to four dims) as strides into the input."""
+    """``qmean_mid`` over consecutive axes with 16+ values after them (16 outputs a vector, the
+    float MEAN's ``mean_mid_geometry``); else ``qmean``: kept x reduced index spaces (each padded
+    to four dims) as strides into the input."""
     graph, op = ctx.graph, ctx.op
     xt, yt = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     shape, axes = ctx.shape(op.inputs[0]), float_reduce.mean_axes(attrs)
