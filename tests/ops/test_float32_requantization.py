@@ -151,3 +151,25 @@ def test_mean(backend: str, shape: tuple, axes: list) -> None:
     np.testing.assert_array_equal(ours, (np.rint(v).astype(np.int64) + 7).astype(np.int8))
     if backend != "numpy":
         assert [p.backend for p in ex.placements] == [backend], ex.placements
+
+
+@pytest.mark.parametrize("producer, act", [("conv", "swish"), ("depthwise", "hard_swish"), ("fc", "logistic"),
+                                           ("conv", "tanh")])
+def test_activation_table_after_the_float32_rule(device, producer: str, act: str) -> None:
+    """An 8-bit activation folded into a producer that requantizes by XNNPACK's float32 rule (the
+    table after q_requantize_float16, as ExecuTorch's int8 programs would run it): the OpenCL
+    partition, activations folded, equals the NumPy fallback running every op apart."""
+    from tests.test_opencl_quantized import table_block
+
+    m = read_model(table_block(producer, act, np.int8))
+    g = m.main
+    g.operations = [dataclasses.replace(op, attrs=dataclasses.replace(op.attrs, requantization=Requantization.FLOAT32))
+                    if hasattr(op.attrs, "requantization") else op for op in g.operations]
+    x = np.random.default_rng(3).integers(-128, 128, g.tensors[g.inputs[0]].shape).astype(np.int8)
+    ours, ex = _run(m, [x], "opencl")
+    numpy, _ = _run(m, [x], "numpy")
+    np.testing.assert_array_equal(ours, numpy)
+    assert {(p.backend, p.partition) for p in ex.placements} == {("opencl", 0)}, ex.placements
+    (step,) = [s for s in ex.steps if getattr(s, "compiled", None) is not None]
+    acts = {op.index for op in g.operations if op.name in ("LOGISTIC", "TANH", "HARD_SWISH", "MUL")}
+    assert acts <= set(step.compiled.stats["folded"])
