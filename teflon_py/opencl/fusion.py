@@ -331,44 +331,66 @@ def swish_mul(graph: ir.Graph, op: ir.Operation, readers: Mapping[int, list[int]
     return mul
 
 
+def _epilogue_fold(graph: ir.Graph, i: int, names: Sequence[str], kept: set[int], plan: FusionPlan,
+                   readers: Mapping[int, list[int]], writer: Mapping[int, int],
+                   lookup: Callable[[ir.Operation], object]) -> tuple[list[int], int, int, object] | None:
+    """The epilogue fold that op ``i`` starts, shared by the float and 8-bit plans: op ``i`` one of
+    ``names`` alone, or a LOGISTIC with the MUL completing its swish. Returns (the ops folded, the
+    last one's output y, the op p writing their input x, p's lowering) when nothing else reads x
+    nor the logistic, no partition or graph output is among them, no RELU is folded into them
+    (that clamp is not an epilogue's), y is shaped as x, and p's lowering ``fuses_swish`` with no
+    PRELU, float activation or table folded into p yet; else None. Types are the caller's check."""
+    op = graph.operations[i]
+    if i in plan.skip or len(op.inputs) != 1:  # skip: the MUL of a swish folded above
+        return None
+    x = op.inputs[0]
+    mul = swish_mul(graph, op, readers)
+    if mul is not None:
+        folded, inner = [i, mul.index], [x, op.outputs[0]]
+    elif op.name in names:
+        folded, inner = [i], [x]
+    else:
+        return None
+    y = graph.operations[folded[-1]].outputs[0]
+    if sorted(readers.get(x, [])) != sorted(folded) or any(t in kept for t in inner):
+        return None
+    if any(f in plan.clamp for f in folded) or tuple(graph.tensors[x].shape) != tuple(graph.tensors[y].shape):
+        return None
+    p = writer.get(x)
+    if p is None or p in plan.prelu or p in plan.post_act or p in plan.table:
+        return None
+    low = lookup(graph.operations[p])
+    if low is None or not getattr(low, "fuses_swish", False):
+        return None
+    return folded, y, p, low
+
+
+def _fold_into(plan: FusionPlan, writer: dict[int, int], folded: list[int], y: int, p: int) -> None:
+    """Record ``folded`` as gone into producer ``p``, which then writes their output ``y``."""
+    plan.skip.update(folded)
+    plan.output[p] = y
+    writer[y] = p
+
+
 def plan_epilogue_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Sequence[int], plan: FusionPlan,
                               lookup: Callable[[ir.Operation], object]) -> None:
     """Fold each float32 HARD_SWISH, and each swish (LOGISTIC of x, then MUL of x by it), into the
     op that writes x (after the other folds: a conv that took an ADD writes the ADD's output),
-    when that op's lowering ``fuses_swish`` and nothing else reads x nor, for a swish, the
-    logistic (no partition or graph output among them, no activation folded into the ops).
-    Updates ``plan``: the producer then writes the activation's output."""
+    when that op's float lowering ``fuses_swish`` and nothing else reads x nor, for a swish, the
+    logistic (``_epilogue_fold``'s conditions). Updates ``plan``: the producer then writes the
+    activation's output."""
     kept = set(outputs) | set(graph.outputs)
     live, readers, writer = live_flow(graph, nodes, plan)
     for i in live:
-        op = graph.operations[i]
-        if i in plan.skip or len(op.inputs) != 1:  # skip: the MUL of a swish folded above
+        fold = _epilogue_fold(graph, i, ("HARD_SWISH",), kept, plan, readers, writer, lookup)
+        if fold is None:
             continue
-        x = op.inputs[0]
-        if op.name == "HARD_SWISH":
-            act, folded, inner = "HARD_SWISH", [i], [x]
-        else:
-            mul = swish_mul(graph, op, readers)
-            if mul is None:
-                continue
-            act, folded, inner = "SWISH", [i, mul.index], [x, op.outputs[0]]
-        y = graph.operations[folded[-1]].outputs[0]
-        if sorted(readers.get(x, [])) != sorted(folded) or any(t in kept for t in inner):
+        folded, y, p, low = fold
+        x = graph.operations[i].inputs[0]
+        if getattr(low, "kind", None) != "float32" or graph.tensors[x].dtype != np.float32:
             continue
-        if any(f in plan.clamp for f in folded):  # a RELU folded into the activation: not an epilogue's
-            continue
-        p = writer.get(x)
-        if p is None or p in plan.prelu or p in plan.post_act:
-            continue
-        low = lookup(graph.operations[p])
-        if low is None or not getattr(low, "fuses_swish", False) or getattr(low, "kind", None) != "float32":
-            continue
-        if graph.tensors[x].dtype != np.float32 or tuple(graph.tensors[x].shape) != tuple(graph.tensors[y].shape):
-            continue
-        plan.skip.update(folded)
-        plan.post_act[p] = act
-        plan.output[p] = y
-        writer[y] = p
+        plan.post_act[p] = "SWISH" if len(folded) == 2 else "HARD_SWISH"
+        _fold_into(plan, writer, folded, y, p)
 
 
 #: 8-bit ops that fold alone into an 8-bit producer's epilogue as a table (``plan_table_activations``;
@@ -380,37 +402,20 @@ def plan_table_activations(graph: ir.Graph, nodes: Sequence[int], outputs: Seque
                            lookup: Callable[[ir.Operation], object]) -> None:
     """Fold each 8-bit ``TABLE_OPS`` op, and each 8-bit swish (its LOGISTIC and MUL), into the op
     that writes its input x as one table (``FusionPlan.table``: the producer then writes the last
-    folded op's output), when that op's 8-bit lowering ``fuses_swish`` and nothing else reads x
-    nor the logistic (no partition or graph output among them, no RELU folded into the ops, x and
-    the output of one 8-bit type and shape, the producer's output not yet redirected by a PRELU or
-    another table)."""
+    folded op's output), when that op's 8-bit lowering ``fuses_swish``, x and the output are of
+    that one 8-bit type, and ``_epilogue_fold``'s conditions hold."""
     kept = set(outputs) | set(graph.outputs)
     live, readers, writer = live_flow(graph, nodes, plan)
     for i in live:
-        op = graph.operations[i]
-        if i in plan.skip or op.name not in TABLE_OPS or len(op.inputs) != 1:
+        fold = _epilogue_fold(graph, i, TABLE_OPS, kept, plan, readers, writer, lookup)
+        if fold is None:
             continue
-        x = op.inputs[0]
-        mul = swish_mul(graph, op, readers)
-        folded, inner = ([i, mul.index], [x, op.outputs[0]]) if mul is not None else ([i], [x])
-        y = graph.operations[folded[-1]].outputs[0]
-        if sorted(readers.get(x, [])) != sorted(folded) or any(t in kept for t in inner):
+        folded, y, p, low = fold
+        xt, yt = graph.tensors[graph.operations[i].inputs[0]], graph.tensors[y]
+        if xt.dtype not in (np.int8, np.uint8) or yt.dtype != xt.dtype or getattr(low, "kind", None) != xt.dtype.name:
             continue
-        if any(f in plan.clamp for f in folded):
-            continue
-        xt, yt = graph.tensors[x], graph.tensors[y]
-        if xt.dtype not in (np.int8, np.uint8) or yt.dtype != xt.dtype or tuple(xt.shape) != tuple(yt.shape):
-            continue
-        p = writer.get(x)
-        if p is None or p in plan.prelu or p in plan.post_act or p in plan.table:
-            continue
-        low = lookup(graph.operations[p])
-        if low is None or not getattr(low, "fuses_swish", False) or getattr(low, "kind", None) != xt.dtype.name:
-            continue
-        plan.skip.update(folded)
         plan.table[p] = tuple(folded)
-        plan.output[p] = y
-        writer[y] = p
+        _fold_into(plan, writer, folded, y, p)
 
 
 def gate_operands(graph: ir.Graph, mul: ir.Operation) -> tuple[int, int] | None:
