@@ -63,6 +63,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
             raise ValueError("a residual ADD was folded into a conv that cannot take it")
         residual = residual_add(graph, op, graph.operations[res.add])
         res_binding = {"res": res.tensor}
+    table = _table(ctx)
     for g in range(groups):
         geo = ConvGeometry(nb, ih, iw, xs=c, xoff=g * cg, ys=oc, yoff=g * ocg, kh=kh, kw=kw,
                            stride=attrs.strides, dilation=attrs.dilations, padding=attrs.padding,
@@ -71,7 +72,7 @@ def conv_2d(ctx: OpEmit, attrs: ConvAttrs) -> None:
         part_bias = None if bias is None else bias[lo:hi]
         spec = qkernels.qconv_spec(geo, xt.dtype, xt.zero_point, w[lo:hi], part_bias,
                                    requant.channels(lo, hi), residual, tiles=ctx.params.tiles,
-                                   madd=ctx.params.qconv_madd, table=_table(ctx))
+                                   madd=ctx.params.qconv_madd, table=table)
         qkernels.launch(ctx, spec, input=x, output=ctx.output(), **res_binding)
 
 
